@@ -1,0 +1,375 @@
+/*
+ * hostgraph.h: the one public header of libhostgraph.
+ *
+ * hostgraph builds task graphs of compute kernels on the host, runs them on a
+ * device round after round, and moves only the bytes that changed.  A run is
+ *
+ *     bind -> orchestrate -> execute -> copy back -> release
+ *
+ * Every call returns 0 or a negative HG_E* code; hg_strerror() names a code.
+ * Calls that take a runner keep a detailed message on it (hg_runner_errmsg),
+ * naming the arg and the value.  Nothing here asserts on user input.
+ *
+ * Ownership, in one place:
+ *   - a host buffer owns its memory when created by hg_hostbuf_create, and
+ *     never when it wraps user memory (hg_hostbuf_wrap);
+ *   - device memory from hg_devbuf_malloc is user-owned: the runtime reads and
+ *     writes it when it is passed as an arg but never frees it;
+ *   - the runner owns its retained device buffer and the run-owned scratch of
+ *     each run; closing the runner frees them.
+ *
+ * Threading: one runner is used by one thread at a time.  Host buffers are not
+ * locked; do not write one while a run that uses it is in flight.
+ */
+#ifndef HOSTGRAPH_H
+#define HOSTGRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HG_VERSION "0.1.0"
+
+/* ------------------------------------------------------------------ errors */
+
+enum {
+    HG_OK = 0,
+    HG_EINVAL = -1,      /* an argument is malformed (names it in the message) */
+    HG_EOVERFLOW = -2,   /* a size computation would overflow */
+    HG_ELIMIT = -3,      /* a fixed limit was exceeded (args, scalars, dims) */
+    HG_ENOMEM = -4,      /* host memory allocation failed */
+    HG_EDEVMEM = -5,     /* device memory allocation failed */
+    HG_ECOPY = -6,       /* a host<->device copy failed */
+    HG_EKERNEL = -7,     /* a kernel returned an error */
+    HG_ENOHOSTVIEW = -8, /* host code read an arg that is only a device view */
+    HG_ERANGE = -9,      /* a view reaches outside its buffer or arg */
+    HG_ENOTFOUND = -10,  /* no such scene, arg, param or device address */
+    HG_EIO = -11,        /* a file could not be read or written */
+    HG_ESTALE = -12,     /* a resident copy no longer matches its host buffer */
+    HG_EUNSUPPORTED = -13 /* the device cannot do what was asked */
+};
+
+/* A short, static, human name for an HG_E* code ("view out of range"). */
+const char *hg_strerror(int code);
+
+/* ------------------------------------------------------------------ dtypes */
+
+typedef enum hg_dtype {
+    HG_F32,
+    HG_F16,
+    HG_BF16,
+    HG_F64,
+    HG_I8,
+    HG_U8,
+    HG_I16,
+    HG_I32,
+    HG_I64,
+    HG_U64,
+    HG_BOOL,
+    HG_DTYPE_COUNT
+} hg_dtype;
+
+/* Bytes per element; 0 for a value outside the enum. */
+size_t hg_dtype_size(hg_dtype dtype);
+/* "f32", "bf16", ...; "?" for a value outside the enum. */
+const char *hg_dtype_name(hg_dtype dtype);
+
+/* IEEE half and bfloat16 conversions, round to nearest even. */
+float hg_f16_to_f32(uint16_t h);
+uint16_t hg_f32_to_f16(float f);
+float hg_bf16_to_f32(uint16_t b);
+uint16_t hg_f32_to_bf16(float f);
+
+/* Reads element i (a linear index into a dense buffer) of any dtype as a
+ * double.  Used by golden checks and tests. */
+double hg_dtype_load(hg_dtype dtype, const void *base, size_t i);
+/* Stores v, converted (rounded, saturating for integers), as element i. */
+void hg_dtype_store(hg_dtype dtype, void *base, size_t i, double v);
+
+/* ------------------------------------------------------------ host buffers */
+
+/*
+ * A host buffer is host memory registered once.  It has an id that is never
+ * reused in the process and a content generation that every write through the
+ * API bumps (with the written byte range).  Residency keys freshness on
+ * (id, generation): a write that bypasses the API breaks that contract.
+ */
+typedef struct hg_hostbuf hg_hostbuf;
+
+/* Allocates a zeroed host buffer of `bytes` bytes (0 is allowed). */
+int hg_hostbuf_create(size_t bytes, hg_hostbuf **out);
+/* Registers user memory; hg_hostbuf_destroy will not free `data`.
+ * `data` may be NULL only when `bytes` is 0. */
+int hg_hostbuf_wrap(void *data, size_t bytes, hg_hostbuf **out);
+/* Forgets the buffer (frees its memory if it was created). NULL is a no-op. */
+void hg_hostbuf_destroy(hg_hostbuf *hb);
+
+uint64_t hg_hostbuf_id(const hg_hostbuf *hb);
+uint64_t hg_hostbuf_generation(const hg_hostbuf *hb);
+size_t hg_hostbuf_size(const hg_hostbuf *hb);
+/* The buffer's bytes.  Reading is always fine; a write through this pointer
+ * must be followed by hg_hostbuf_mark_written for the same range. */
+void *hg_hostbuf_data(const hg_hostbuf *hb);
+
+/* Copies `bytes` from src to buffer offset `offset`, bumps the generation.
+ * HG_ERANGE if the range does not fit the buffer. */
+int hg_hostbuf_write(hg_hostbuf *hb, size_t offset, const void *src, size_t bytes);
+/* Declares that [offset, offset+bytes) was written in place; bumps the
+ * generation.  HG_ERANGE if the range does not fit the buffer. */
+int hg_hostbuf_mark_written(hg_hostbuf *hb, size_t offset, size_t bytes);
+/* The byte range of the most recent write, [*lo, *hi). */
+void hg_hostbuf_last_write(const hg_hostbuf *hb, size_t *lo, size_t *hi);
+
+/* ------------------------------------------------------------------ device */
+
+typedef struct hg_device hg_device;
+
+/* A device address.  On the sim it is deliberately not a host pointer:
+ * dereferencing one on the host faults, as it would on real hardware. */
+typedef uint64_t hg_devaddr;
+
+typedef enum hg_core_type { HG_CORE_CUBE = 0, HG_CORE_VECTOR = 1, HG_CORE_ANY = 2 } hg_core_type;
+
+/*
+ * Opens a device from a spec string:
+ *   "sim"                      4 cores, each runs cube and vector kernels
+ *   "sim:cores=N"              N cores that run any kernel
+ *   "sim:cube=C,vector=V"      C cube cores and V vector cores
+ * further sim keys, comma separated:
+ *   mem=BYTES                  device memory capacity (default 32 GiB); K/M/G suffixes
+ *   link_gbps=G                cap each copy at G GB/s (a PCIe-like link model)
+ *   fail_alloc=K, fail_copy=K  fail the K-th allocation / copy (fault injection)
+ * On error returns HG_EINVAL and, if errbuf is not NULL, writes a one-line
+ * message naming the bad key or value.
+ */
+int hg_device_open(const char *spec, hg_device **out, char *errbuf, size_t errlen);
+/* Frees all device memory still allocated and stops the core threads. */
+void hg_device_close(hg_device *dev);
+/* The normalized spec, e.g. "sim:cores=4" or "sim:cube=1,vector=2,link_gbps=16". */
+const char *hg_device_spec(const hg_device *dev);
+uint32_t hg_device_num_cores(const hg_device *dev);
+hg_core_type hg_device_core_type(const hg_device *dev, uint32_t core);
+
+typedef struct hg_device_counters {
+    uint64_t h2d_bytes, d2h_bytes;   /* bytes copied each way */
+    uint64_t h2d_copies, d2h_copies; /* copy calls each way */
+    uint64_t allocs, frees;          /* successful allocations and frees */
+    uint64_t live_bytes, peak_bytes; /* device bytes allocated now, and at most */
+} hg_device_counters;
+
+void hg_device_counters_get(const hg_device *dev, hg_device_counters *out);
+
+typedef enum hg_fault { HG_FAULT_ALLOC, HG_FAULT_COPY } hg_fault;
+/* Makes the k-th next operation of that kind fail (k = 1: the very next one),
+ * once.  k = 0 disarms.  Counts every allocation / copy of the device, the
+ * runtime's and the user's alike. */
+int hg_device_inject_fault(hg_device *dev, hg_fault kind, uint64_t k);
+
+/* User-owned device memory.  The runtime never frees it. */
+int hg_devbuf_malloc(hg_device *dev, size_t bytes, hg_devaddr *out);
+/* HG_ENOTFOUND if addr is not the start of a live allocation. */
+int hg_devbuf_free(hg_device *dev, hg_devaddr addr);
+/* HG_ERANGE if [dst, dst+bytes) is not inside one live allocation. */
+int hg_devbuf_copy_to(hg_device *dev, hg_devaddr dst, const void *src, size_t bytes);
+int hg_devbuf_copy_from(hg_device *dev, void *dst, hg_devaddr src, size_t bytes);
+
+/* ----------------------------------------------------------------- tensors */
+
+#define HG_MAX_DIMS 5
+
+/*
+ * A view over a host buffer (host != NULL) or a device buffer (host == NULL,
+ * device != 0).  Shape and strides count elements; offset is the element index
+ * of the view's first element within its buffer.  The byte region a view can
+ * touch is its extent: [offset, offset + sum((shape[i]-1)*strides[i]) + 1)
+ * elements, empty when any shape[i] is 0.
+ */
+typedef struct hg_tensor {
+    hg_dtype dtype;
+    uint32_t ndims;
+    size_t shape[HG_MAX_DIMS];
+    size_t strides[HG_MAX_DIMS];
+    size_t offset;
+    hg_hostbuf *host;
+    hg_devaddr device;
+} hg_tensor;
+
+/* A dense row-major view of a host buffer, starting at element 0.
+ * HG_ELIMIT if ndims > HG_MAX_DIMS, HG_EOVERFLOW if the strides overflow. */
+int hg_tensor_host(hg_tensor *out, hg_hostbuf *hb, hg_dtype dtype, uint32_t ndims,
+                   const size_t *shape);
+/* A dense row-major view of user-owned device memory at `addr`. */
+int hg_tensor_device(hg_tensor *out, hg_devaddr addr, hg_dtype dtype, uint32_t ndims,
+                     const size_t *shape);
+/* Narrows dimension `dim` to [start, start+len).  HG_ERANGE if it does not fit. */
+int hg_tensor_slice(const hg_tensor *t, uint32_t dim, size_t start, size_t len, hg_tensor *out);
+/* Number of elements times element size. */
+int hg_tensor_nbytes(const hg_tensor *t, size_t *out);
+/* The byte extent [*lo, *hi) within the buffer; lo == hi == 0 when empty. */
+int hg_tensor_extent(const hg_tensor *t, size_t *lo, size_t *hi);
+/* True if the view's elements are exactly its extent (no gaps, no reuse). */
+bool hg_tensor_is_dense(const hg_tensor *t);
+/* True if a and b view the same buffer and their byte extents intersect. */
+bool hg_tensor_overlap(const hg_tensor *a, const hg_tensor *b);
+
+/* -------------------------------------------------------------------- args */
+
+typedef enum hg_dir { HG_IN = 1, HG_OUT = 2, HG_INOUT = 3, HG_SCALAR = 4 } hg_dir;
+
+#define HG_MAX_TENSOR_ARGS 256
+#define HG_MAX_SCALAR_ARGS 128
+
+/* One argument of a run.  Tensor args use `tensor`, scalar args `scalar`
+ * (64 raw bits; see hg_scalar_f64).  `name` must stay valid for the run. */
+typedef struct hg_arg {
+    const char *name;
+    hg_dir dir;
+    hg_tensor tensor;
+    uint64_t scalar;
+} hg_arg;
+
+uint64_t hg_scalar_f64(double v);
+double hg_scalar_as_f64(uint64_t bits);
+
+/* ------------------------------------------------------------------ kernels */
+
+/* What a kernel sees of one task arg: a translated pointer to the view's
+ * first element (NULL for a zero-byte view), dtype, shape and strides. */
+typedef struct hg_kview {
+    void *data;
+    hg_dtype dtype;
+    uint32_t ndims;
+    size_t shape[HG_MAX_DIMS];
+    size_t strides[HG_MAX_DIMS];
+} hg_kview;
+
+typedef struct hg_kernel_ctx {
+    const hg_kview *args;
+    uint32_t nargs;
+    const uint64_t *scalars;
+    uint32_t nscalars;
+    uint32_t core;           /* which device core runs it */
+    hg_core_type core_type;  /* the kernel's type */
+} hg_kernel_ctx;
+
+/* Returns 0, or non-zero to fail the run with HG_EKERNEL. */
+typedef int (*hg_kernel_fn)(const hg_kernel_ctx *ctx);
+
+typedef struct hg_kernel {
+    const char *name;     /* shown in traces and errors */
+    hg_kernel_fn fn;
+    hg_core_type core;    /* HG_CORE_CUBE or HG_CORE_VECTOR */
+} hg_kernel;
+
+/* ------------------------------------------------------------ orchestration */
+
+/* The orchestration context: valid only inside the orchestration function. */
+typedef struct hg_orch hg_orch;
+
+typedef int (*hg_orch_fn)(hg_orch *o, void *user);
+
+typedef struct hg_callable {
+    const char *name;
+    hg_orch_fn orchestrate;
+    void *user;
+} hg_callable;
+
+#define HG_MAX_TASK_ARGS 16
+#define HG_MAX_TASK_SCALARS 16
+#define HG_MAX_TASK_DEPS 64
+
+typedef uint32_t hg_task_id;
+
+/* A task arg: a view of run arg `arg` (an index into the run's args, or one
+ * returned by hg_orch_scratch), accessed as `access` (IN, OUT or INOUT).  The
+ * view is buffer-relative, like the arg's own tensor, and must lie inside the
+ * arg's extent. */
+typedef struct hg_task_arg {
+    uint32_t arg;
+    hg_dir access;
+    hg_tensor view;
+} hg_task_arg;
+
+typedef struct hg_task_desc {
+    const hg_kernel *kernel;
+    const hg_task_arg *args;
+    uint32_t nargs;
+    const uint64_t *scalars;
+    uint32_t nscalars;
+    const hg_task_id *deps; /* explicit extra dependencies (earlier tasks) */
+    uint32_t ndeps;
+} hg_task_desc;
+
+/* Number of run args (scratch args are numbered after them). */
+uint32_t hg_orch_num_args(const hg_orch *o);
+/* Index of the arg called `name`, or HG_ENOTFOUND. */
+int hg_orch_find_arg(const hg_orch *o, const char *name);
+/* The arg as the caller passed it (tensor views are buffer-relative). */
+int hg_orch_arg(const hg_orch *o, uint32_t arg, const hg_arg **out);
+/* A host pointer to the arg's first element, for reading on the host.
+ * HG_ENOHOSTVIEW if the arg is only a device view; HG_EINVAL for scalars. */
+int hg_orch_host_view(hg_orch *o, uint32_t arg, const void **out);
+/* Run-owned device scratch of the given dense shape, freed at release.  Its
+ * arg index (for task args) goes to *arg, its view to *view. */
+int hg_orch_scratch(hg_orch *o, const char *name, hg_dtype dtype, uint32_t ndims,
+                    const size_t *shape, uint32_t *arg, hg_tensor *view);
+/* Submits a task.  Dependencies are inferred from overlapping byte regions:
+ * a reader depends on the last writers of what it reads; a writer depends on
+ * earlier readers and writers of what it writes. */
+int hg_task_submit(hg_orch *o, const hg_task_desc *desc, hg_task_id *out);
+
+/* ------------------------------------------------------------------- traces */
+
+/* A trace collects host stage spans and per-task spans on device cores, and
+ * writes Chrome trace-event JSON (opens in Perfetto). */
+typedef struct hg_trace hg_trace;
+
+int hg_trace_create(hg_trace **out);
+void hg_trace_destroy(hg_trace *t);
+/* HG_EIO if the file cannot be written. */
+int hg_trace_write_json(const hg_trace *t, const char *path);
+/* Counts of recorded spans, for tests. */
+size_t hg_trace_num_host_spans(const hg_trace *t);
+size_t hg_trace_num_task_spans(const hg_trace *t);
+
+/* ------------------------------------------------------------------ runner */
+
+typedef struct hg_runner hg_runner;
+
+typedef struct hg_run_stats {
+    uint64_t wall_ns;                        /* the whole run */
+    uint64_t bind_ns, orch_ns, exec_ns, copyback_ns, release_ns;
+    uint64_t h2d_bytes, d2h_bytes;           /* bytes this run copied */
+    uint64_t h2d_copies, d2h_copies;         /* copy calls this run made */
+    uint64_t device_allocs;                  /* device allocations this run made */
+    uint32_t tasks, edges;                   /* graph size */
+    size_t retained_bytes;                   /* retained buffer capacity after the run */
+} hg_run_stats;
+
+int hg_runner_open(hg_device *dev, hg_runner **out);
+/* Frees the retained buffer and forgets all staging state. NULL is a no-op. */
+void hg_runner_close(hg_runner *r);
+/* Records spans of later runs into t (NULL stops recording). Not owned. */
+void hg_runner_set_trace(hg_runner *r, hg_trace *t);
+/* Capacity of the runner's retained device buffer. */
+size_t hg_runner_retained_capacity(const hg_runner *r);
+
+/*
+ * One run: bind -> orchestrate -> execute -> copy back -> release.  On failure
+ * nothing is copied back, all run-owned memory is freed, and the runner stays
+ * usable.  `stats` may be NULL; it is filled on success and failure alike.
+ */
+int hg_runner_run(hg_runner *r, const hg_callable *c, const hg_arg *args, uint32_t nargs,
+                  hg_run_stats *stats);
+/* The last error of this runner as one line naming the arg and the value,
+ * or "" after a successful run. */
+const char *hg_runner_errmsg(const hg_runner *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HOSTGRAPH_H */

@@ -1,0 +1,20 @@
+/*
+ * trace.h: the internal side of hg_trace.  The runner records host stage
+ * spans; the scheduler records a span per task on the core that ran it.
+ * Recording is thread-safe (core threads record concurrently).
+ */
+#ifndef HG_BASE_TRACE_H
+#define HG_BASE_TRACE_H
+
+#include <stdint.h>
+
+#include "hostgraph.h"
+
+/* A host stage span: `name` must be a static string ("bind", ...). */
+int trace_host_span(hg_trace *t, const char *name, uint32_t run, uint64_t start_ns,
+                    uint64_t end_ns);
+/* A task span on device core `core`; `kernel` must outlive the trace. */
+int trace_task_span(hg_trace *t, uint32_t core, const char *kernel, uint32_t run,
+                    uint32_t task, uint64_t start_ns, uint64_t end_ns);
+
+#endif

@@ -1,0 +1,20 @@
+/*
+ * exec.h: the scheduler.  Ready tasks (all predecessors done) go to device
+ * cores of the kernel's type; a finished task releases its successors.  The
+ * first kernel error stops dispatch, lets running tasks finish, and fails the
+ * execution naming the task and kernel.
+ */
+#ifndef HG_EXEC_EXEC_H
+#define HG_EXEC_EXEC_H
+
+#include "base/error.h"
+#include "graph/graph.h"
+#include "hostgraph.h"
+
+/* Executes a finalized graph on dev's cores.  Records a span per task into
+ * `trace` when it is not NULL (`run` labels them).  Kernels get translated
+ * pointers (device_translate) on the core threads.  Returns 0, HG_EKERNEL,
+ * HG_ERANGE (an arg no longer translates) or HG_ENOMEM. */
+int exec_run(hg_device *dev, const graph *g, hg_trace *trace, uint32_t run, hg_err *e);
+
+#endif

@@ -1,0 +1,89 @@
+/*
+ * graph.h: task records and dependency inference (the tensor map).
+ *
+ * The orchestration submits tasks whose args are already resolved to device
+ * addresses.  graph_add_task infers dependencies from overlapping device byte
+ * extents: a reader depends on the last writers of any overlapping region; a
+ * writer depends on earlier readers and writers of it.  Extents of strided
+ * views are taken whole, so two interleaved views may get an edge they do not
+ * strictly need: conservative, never missing one.  Edges go from an earlier
+ * task to a later one only, so the graph is a DAG by construction.
+ *
+ * Memory: one graph is reused run after run (graph_reset keeps capacity).
+ */
+#ifndef HG_GRAPH_GRAPH_H
+#define HG_GRAPH_GRAPH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "hostgraph.h"
+
+/* One resolved task arg. */
+typedef struct graph_targ {
+    hg_devaddr addr;   /* device address of the view's first element; 0 if empty */
+    hg_devaddr lo, hi; /* device byte extent [lo, hi); lo == hi when empty */
+    hg_dtype dtype;
+    uint32_t ndims;
+    size_t shape[HG_MAX_DIMS];
+    size_t strides[HG_MAX_DIMS];
+    bool read, write;  /* IN: read; OUT: write; INOUT: both */
+} graph_targ;
+
+typedef struct graph_task {
+    const hg_kernel *kernel; /* must outlive the run (usually static) */
+    uint32_t args_first, nargs;       /* into graph.targs */
+    uint32_t scalars_first, nscalars; /* into graph.scalars */
+    uint32_t npreds;                  /* distinct predecessors */
+    uint32_t succ_first, nsucc;       /* into graph.succ, valid after finalize */
+} graph_task;
+
+typedef struct graph_region graph_region; /* the tensor map's records (graph.c) */
+
+typedef struct graph {
+    graph_task *tasks;
+    uint32_t ntasks, cap_tasks;
+    graph_targ *targs;
+    uint32_t ntargs, cap_targs;
+    uint64_t *scalars;
+    uint32_t nscalars, cap_scalars;
+    uint32_t *succ;    /* successor ids, grouped per task after finalize */
+    uint32_t nedges, cap_edges;
+    uint32_t *edge_from, *edge_to; /* edges in submission order, before finalize */
+    /* tensor map state, owned by graph.c */
+    graph_region *regions;
+    uint32_t nregions, cap_regions;
+    void *scratch; /* graph.c's private working memory */
+} graph;
+
+void graph_init(graph *g);
+/* Empties the graph, keeping its memory for the next run. */
+void graph_reset(graph *g);
+void graph_free(graph *g);
+
+/* Adds a task, infers its dependencies, adds `deps` (explicit, each must be an
+ * earlier task id: HG_EINVAL otherwise) and returns its id in *out.
+ * HG_ELIMIT past HG_MAX_TASK_ARGS / HG_MAX_TASK_SCALARS / HG_MAX_TASK_DEPS. */
+int graph_add_task(graph *g, const hg_kernel *kernel, const graph_targ *args, uint32_t nargs,
+                   const uint64_t *scalars, uint32_t nscalars, const hg_task_id *deps,
+                   uint32_t ndeps, hg_task_id *out, hg_err *e);
+
+/* Groups successors per task (graph_task.succ_first/nsucc).  Call once after
+ * the last graph_add_task and before execution. */
+int graph_finalize(graph *g, hg_err *e);
+
+static inline const graph_targ *graph_task_args(const graph *g, const graph_task *t)
+{
+    return g->targs + t->args_first;
+}
+static inline const uint64_t *graph_task_scalars(const graph *g, const graph_task *t)
+{
+    return g->scalars + t->scalars_first;
+}
+static inline const uint32_t *graph_task_succ(const graph *g, const graph_task *t)
+{
+    return g->succ + t->succ_first;
+}
+
+#endif
