@@ -1,0 +1,201 @@
+/*
+ * bgemm.c: C += A x B over a grid of tiles (f32).
+ *
+ * A is M x K, B is K x N, C is M x N, cut into tile x tile tiles (grid
+ * gm x gk, gk x gn, gm x gn).  For each output tile (i, j) and each k a GEMM
+ * task (cube core) multiplies A(i,k) by B(k,j) into its own tile of run-owned
+ * scratch, and an ADD task (vector core) adds that product into C(i,j), which
+ * is INOUT.  Separate product tiles let every GEMM run at once; the ADDs into
+ * one C tile chain through C's region.
+ *
+ * The orchestration lays the tasks out from the small `config` IN tensor
+ * (i64: tile, grid_m, grid_n, grid_k), read on the host through its host
+ * view, as a model's orchestration reads its shapes.  Inputs are multiples of
+ * 1/8 with small magnitudes, so f32 sums are exact and the golden (double)
+ * matches bit for bit whatever the summation order.
+ */
+#include "scene/scene.h"
+
+enum { P_TILES, P_TILE, P_KTILES };
+
+static const scene_param bgemm_params[] = {
+    [P_TILES] = {"tiles", 4, 1, 16, "tiles per side of C (grid_m = grid_n)"},
+    [P_TILE] = {"tile", 32, 1, 256, "tile edge in elements"},
+    [P_KTILES] = {"ktiles", 0, 0, 16, "tiles along K (0: same as tiles)"},
+};
+
+enum { CFG_TILE, CFG_GM, CFG_GN, CFG_GK, CFG_LEN };
+
+/* P = A x B for one tile; args: A (IN, m x k), B (IN, k x n), P (OUT, m x n).
+ * The scene's views all have unit inner stride; anything else is refused. */
+static int gemm_kernel(const hg_kernel_ctx *ctx)
+{
+    if (ctx->nargs != 3)
+        return 1;
+    const hg_kview *a = &ctx->args[0], *b = &ctx->args[1], *p = &ctx->args[2];
+    size_t m = a->shape[0], k = a->shape[1], n = b->shape[1];
+    if (b->shape[0] != k || p->shape[0] != m || p->shape[1] != n || a->strides[1] != 1 ||
+        b->strides[1] != 1 || p->strides[1] != 1)
+        return 1;
+    for (size_t r = 0; r < m; r++) {
+        const float *arow = (const float *)a->data + r * a->strides[0];
+        float *prow = (float *)p->data + r * p->strides[0];
+        for (size_t c = 0; c < n; c++)
+            prow[c] = 0.0f;
+        for (size_t kk = 0; kk < k; kk++) {
+            const float *brow = (const float *)b->data + kk * b->strides[0];
+            for (size_t c = 0; c < n; c++)
+                prow[c] += arow[kk] * brow[c];
+        }
+    }
+    return 0;
+}
+
+/* C += P for one tile; args: P (IN), C (INOUT), both rows x cols. */
+static int add_kernel(const hg_kernel_ctx *ctx)
+{
+    if (ctx->nargs != 2)
+        return 1;
+    const hg_kview *p = &ctx->args[0], *c = &ctx->args[1];
+    if (p->shape[0] != c->shape[0] || p->shape[1] != c->shape[1] || p->strides[1] != 1 ||
+        c->strides[1] != 1)
+        return 1;
+    for (size_t r = 0; r < c->shape[0]; r++) {
+        const float *prow = (const float *)p->data + r * p->strides[0];
+        float *crow = (float *)c->data + r * c->strides[0];
+        for (size_t col = 0; col < c->shape[1]; col++)
+            crow[col] += prow[col];
+    }
+    return 0;
+}
+
+static const hg_kernel gemm = {"gemm", gemm_kernel, HG_CORE_CUBE};
+static const hg_kernel add = {"add", add_kernel, HG_CORE_VECTOR};
+
+/* The config must describe exactly the A, B and C the run was given. */
+static bool config_fits(const int64_t *cfg, const hg_arg *const *args)
+{
+    for (int i = 0; i < CFG_LEN; i++) {
+        if (cfg[i] < 1)
+            return false;
+    }
+    size_t t = (size_t)cfg[CFG_TILE], gm = (size_t)cfg[CFG_GM], gn = (size_t)cfg[CFG_GN];
+    size_t gk = (size_t)cfg[CFG_GK];
+    const hg_tensor *a = &args[0]->tensor, *b = &args[1]->tensor, *c = &args[2]->tensor;
+    return a->ndims == 2 && b->ndims == 2 && c->ndims == 2 && a->shape[0] == gm * t &&
+           a->shape[1] == gk * t && b->shape[0] == gk * t && b->shape[1] == gn * t &&
+           c->shape[0] == gm * t && c->shape[1] == gn * t;
+}
+
+typedef struct bgemm_layout {
+    uint32_t idx[3];        /* arg indices of A, B, C */
+    const hg_arg *args[3];
+    uint32_t products;      /* scratch arg index */
+    hg_tensor product_view; /* (gm*gn*gk*tile) x tile */
+    size_t tile;
+} bgemm_layout;
+
+/* Submits the GEMM of A(i,k) x B(k,j) into product tile p, then its ADD into
+ * C(i,j). */
+static int submit_pair(hg_orch *o, const bgemm_layout *l, size_t i, size_t j, size_t k, size_t p)
+{
+    size_t t = l->tile;
+    hg_task_arg ga[3] = {{l->idx[0], HG_IN, {0}}, {l->idx[1], HG_IN, {0}},
+                         {l->products, HG_OUT, {0}}};
+    hg_task_arg aa[2] = {{l->products, HG_IN, {0}}, {l->idx[2], HG_INOUT, {0}}};
+    int rc;
+    if ((rc = scene_tile_2d(&l->args[0]->tensor, i * t, k * t, t, t, &ga[0].view)) != 0 ||
+        (rc = scene_tile_2d(&l->args[1]->tensor, k * t, j * t, t, t, &ga[1].view)) != 0 ||
+        (rc = scene_tile_2d(&l->product_view, p * t, 0, t, t, &ga[2].view)) != 0 ||
+        (rc = scene_tile_2d(&l->args[2]->tensor, i * t, j * t, t, t, &aa[1].view)) != 0)
+        return rc;
+    aa[0].view = ga[2].view;
+    hg_task_desc gd = {.kernel = &gemm, .args = ga, .nargs = 3};
+    hg_task_desc ad = {.kernel = &add, .args = aa, .nargs = 2};
+    if ((rc = hg_task_submit(o, &gd, NULL)) != 0)
+        return rc;
+    return hg_task_submit(o, &ad, NULL);
+}
+
+static int bgemm_orchestrate(hg_orch *o, void *user)
+{
+    static const char *const names[] = {"A", "B", "C", "config"};
+    bgemm_layout l;
+    uint32_t idx[4];
+    const hg_arg *args[4];
+    const void *host;
+    int rc = scene_orch_lookup(o, names, 4, idx, args);
+    if (rc != 0 || (rc = hg_orch_host_view(o, idx[3], &host)) != 0)
+        return rc;
+    const int64_t *cfg = host;
+    if (args[3]->tensor.shape[0] != CFG_LEN || !config_fits(cfg, args))
+        return HG_EINVAL;
+    size_t t = (size_t)cfg[CFG_TILE], gm = (size_t)cfg[CFG_GM], gn = (size_t)cfg[CFG_GN];
+    size_t gk = (size_t)cfg[CFG_GK];
+    size_t shape[2] = {gm * gn * gk * t, t};
+    for (int a = 0; a < 3; a++) {
+        l.idx[a] = idx[a];
+        l.args[a] = args[a];
+    }
+    l.tile = t;
+    rc = hg_orch_scratch(o, "products", HG_F32, 2, shape, &l.products, &l.product_view);
+    for (size_t i = 0; rc == 0 && i < gm; i++) {
+        for (size_t j = 0; rc == 0 && j < gn; j++) {
+            for (size_t k = 0; rc == 0 && k < gk; k++)
+                rc = submit_pair(o, &l, i, j, k, (i * gn + j) * gk + k);
+        }
+    }
+    return rc;
+}
+
+/* golden = C0 + A x B, in double. */
+static void bgemm_golden(const float *a, const float *b, const float *c0, size_t m, size_t n,
+                         size_t k, double *golden)
+{
+    for (size_t r = 0; r < m; r++) {
+        for (size_t col = 0; col < n; col++) {
+            double sum = c0[r * n + col];
+            for (size_t kk = 0; kk < k; kk++)
+                sum += (double)a[r * k + kk] * (double)b[kk * n + col];
+            golden[r * n + col] = sum;
+        }
+    }
+}
+
+static int bgemm_make(const int64_t *params, scene_case *c, hg_err *err)
+{
+    size_t t = (size_t)params[P_TILE], g = (size_t)params[P_TILES];
+    size_t gk = params[P_KTILES] > 0 ? (size_t)params[P_KTILES] : g;
+    size_t m = g * t, n = g * t, k = gk * t;
+    size_t sa[2] = {m, k}, sb[2] = {k, n}, sc[2] = {m, n}, scfg[1] = {CFG_LEN};
+    uint32_t a, b, cc, cfg;
+    int rc;
+    if ((rc = scene_case_add_tensor(c, "A", HG_IN, HG_F32, 2, sa, &a, err)) != 0 ||
+        (rc = scene_case_add_tensor(c, "B", HG_IN, HG_F32, 2, sb, &b, err)) != 0 ||
+        (rc = scene_case_add_tensor(c, "C", HG_INOUT, HG_F32, 2, sc, &cc, err)) != 0 ||
+        (rc = scene_case_add_tensor(c, "config", HG_IN, HG_I64, 1, scfg, &cfg, err)) != 0)
+        return rc;
+    /* C starts non-zero so a lost INOUT upload (C treated as OUT) shows. */
+    if ((rc = scene_fill(c, a, 11, 4, 0.125)) != 0 || (rc = scene_fill(c, b, 12, 4, 0.125)) != 0 ||
+        (rc = scene_fill(c, cc, 13, 8, 0.25)) != 0)
+        return err_set(err, rc, "bgemm: cannot fill inputs");
+    int64_t config[CFG_LEN] = {(int64_t)t, (int64_t)g, (int64_t)g, (int64_t)gk};
+    if ((rc = hg_hostbuf_write(c->args[cfg].tensor.host, 0, config, sizeof config)) != 0)
+        return err_set(err, rc, "bgemm: cannot write config");
+    double *golden;
+    if ((rc = scene_case_add_check(c, cc, 1e-5, 1e-5, &golden, err)) != 0)
+        return rc;
+    bgemm_golden(scene_case_data(c, a), scene_case_data(c, b), scene_case_data(c, cc), m, n, k,
+                 golden);
+    c->callable = (hg_callable){"bgemm", bgemm_orchestrate, NULL};
+    return 0;
+}
+
+const scene scene_bgemm = {
+    .name = "bgemm",
+    .description = "C += A x B over a grid of f32 tiles: GEMM tasks (cube) feeding ADD tasks (vector)",
+    .params = bgemm_params,
+    .nparams = sizeof bgemm_params / sizeof bgemm_params[0],
+    .make = bgemm_make,
+    .destroy = NULL,
+};

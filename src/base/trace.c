@@ -1,0 +1,161 @@
+/*
+ * trace.c: hg_trace, spans in memory and their Chrome trace-event JSON.
+ *
+ * Spans are appended under one mutex (core threads record concurrently; a
+ * trace is off by default, so the lock is off the hot path unless asked for).
+ * Times are kept in ns from CLOCK_MONOTONIC and written relative to the
+ * trace's creation, in microseconds, as the format wants.  Lanes: process 1
+ * "host" has one thread, the run's stages; process 2 "device" has a thread per
+ * core with a slice per task.
+ */
+#include "base/trace.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/clock.h"
+#include "base/json.h"
+
+typedef struct trace_span {
+    const char *name;
+    uint64_t start_ns, end_ns;
+    uint32_t core; /* UINT32_MAX for a host span */
+    uint32_t run, task;
+} trace_span;
+
+struct hg_trace {
+    pthread_mutex_t lock;
+    uint64_t t0_ns;
+    trace_span *spans;
+    size_t nspans, cap;
+    size_t nhost, ntask;
+    uint32_t max_core_plus1;
+};
+
+#define HOST_LANE UINT32_MAX
+
+int hg_trace_create(hg_trace **out)
+{
+    if (out == NULL)
+        return HG_EINVAL;
+    hg_trace *t = calloc(1, sizeof *t);
+    if (t == NULL)
+        return HG_ENOMEM;
+    pthread_mutex_init(&t->lock, NULL);
+    t->t0_ns = clock_now_ns();
+    *out = t;
+    return 0;
+}
+
+void hg_trace_destroy(hg_trace *t)
+{
+    if (t == NULL)
+        return;
+    pthread_mutex_destroy(&t->lock);
+    free(t->spans);
+    free(t);
+}
+
+static int trace_append(hg_trace *t, trace_span s)
+{
+    int rc = 0;
+    pthread_mutex_lock(&t->lock);
+    if (t->nspans == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 1024;
+        trace_span *grown = realloc(t->spans, cap * sizeof *grown);
+        if (grown == NULL) {
+            rc = HG_ENOMEM;
+            goto out;
+        }
+        t->spans = grown;
+        t->cap = cap;
+    }
+    t->spans[t->nspans++] = s;
+    if (s.core == HOST_LANE) {
+        t->nhost++;
+    } else {
+        t->ntask++;
+        if (s.core + 1 > t->max_core_plus1)
+            t->max_core_plus1 = s.core + 1;
+    }
+out:
+    pthread_mutex_unlock(&t->lock);
+    return rc;
+}
+
+int trace_host_span(hg_trace *t, const char *name, uint32_t run, uint64_t start_ns,
+                    uint64_t end_ns)
+{
+    trace_span s = {name, start_ns, end_ns, HOST_LANE, run, 0};
+    return trace_append(t, s);
+}
+
+int trace_task_span(hg_trace *t, uint32_t core, const char *kernel, uint32_t run,
+                    uint32_t task, uint64_t start_ns, uint64_t end_ns)
+{
+    trace_span s = {kernel, start_ns, end_ns, core, run, task};
+    return trace_append(t, s);
+}
+
+size_t hg_trace_num_host_spans(const hg_trace *t)
+{
+    return t ? t->nhost : 0;
+}
+
+size_t hg_trace_num_task_spans(const hg_trace *t)
+{
+    return t ? t->ntask : 0;
+}
+
+static void write_lane_names(FILE *f, const hg_trace *t)
+{
+    fputs("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"tid\":0,"
+          "\"args\":{\"name\":\"host\"}},\n",
+          f);
+    fputs("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":0,"
+          "\"args\":{\"name\":\"stages\"}},\n",
+          f);
+    fputs("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":2,\"tid\":0,"
+          "\"args\":{\"name\":\"device\"}}",
+          f);
+    for (uint32_t c = 0; c < t->max_core_plus1; c++)
+        fprintf(f,
+                ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":2,\"tid\":%u,"
+                "\"args\":{\"name\":\"core %u\"}}",
+                c, c);
+}
+
+static void write_span(FILE *f, const hg_trace *t, const trace_span *s)
+{
+    double ts = (double)(s->start_ns - t->t0_ns) / 1000.0;
+    double dur = (double)(s->end_ns - s->start_ns) / 1000.0;
+    fputs(",\n{\"ph\":\"X\",\"name\":", f);
+    json_write_string(f, s->name);
+    if (s->core == HOST_LANE)
+        fprintf(f, ",\"cat\":\"stage\",\"pid\":1,\"tid\":0,\"ts\":%.3f,\"dur\":%.3f,"
+                   "\"args\":{\"run\":%u}}",
+                ts, dur, s->run);
+    else
+        fprintf(f, ",\"cat\":\"task\",\"pid\":2,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,"
+                   "\"args\":{\"run\":%u,\"task\":%u}}",
+                s->core, ts, dur, s->run, s->task);
+}
+
+int hg_trace_write_json(const hg_trace *t, const char *path)
+{
+    if (t == NULL || path == NULL)
+        return HG_EINVAL;
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        return HG_EIO;
+    fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", f);
+    write_lane_names(f, t);
+    for (size_t i = 0; i < t->nspans; i++)
+        write_span(f, t, &t->spans[i]);
+    fputs("\n]}\n", f);
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad)
+        return HG_EIO;
+    return 0;
+}

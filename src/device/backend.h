@@ -1,0 +1,70 @@
+/*
+ * backend.h: what a device backend (sim.c, later cuda.c) supplies to device.c.
+ *
+ * device.c parses the spec into a device_config, keeps the counters, the
+ * capacity check and fault injection, and calls a backend only for work that
+ * differs between backends: memory, copies, address translation and cores.
+ * Invariants a backend keeps:
+ *   - addresses it hands out are never 0 and never host pointers;
+ *   - malloc/free/copy/translate/find_alloc are safe to call from any thread,
+ *     translate and find_alloc concurrently with each other;
+ *   - a failed call changes nothing (no memory, no table entry);
+ *   - close frees everything, live allocations included.
+ * Backends never touch counters or faults: device.c counts only successes.
+ */
+#ifndef HG_DEVICE_BACKEND_H
+#define HG_DEVICE_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "device/device.h"
+
+/* Upper bound on cores, so a typo like cores=100000 fails at open instead of
+ * starting that many threads. */
+#define DEVICE_MAX_CORES 1024u
+
+/* A parsed device spec.  Typed devices have cube cores 0..ncube-1, then
+ * vector cores; untyped ones have ncores HG_CORE_ANY cores. */
+typedef struct device_config {
+    bool typed;          /* cube=/vector= given rather than cores= */
+    uint32_t ncores;     /* total cores, >= 1 */
+    uint32_t ncube;      /* typed only */
+    uint32_t nvector;    /* typed only */
+    uint64_t mem_bytes;  /* capacity, > 0 */
+    double link_gbps;    /* 0: link model off */
+    uint64_t fail_alloc; /* 0: not armed */
+    uint64_t fail_copy;  /* 0: not armed */
+} device_config;
+
+/* The type of core `core` under cfg (HG_CORE_ANY when untyped). */
+static inline hg_core_type device_config_core_type(const device_config *cfg, uint32_t core)
+{
+    if (!cfg->typed)
+        return HG_CORE_ANY;
+    return core < cfg->ncube ? HG_CORE_CUBE : HG_CORE_VECTOR;
+}
+
+typedef struct device_ops {
+    const char *name;
+    /* Creates backend state (and starts cores).  HG_ENOMEM on failure. */
+    int (*open)(const device_config *cfg, void **state);
+    void (*close)(void *state);
+    /* bytes > 0 and within capacity (device.c checked); HG_EDEVMEM if the
+     * backend cannot provide it. */
+    int (*malloc)(void *state, size_t bytes, hg_devaddr *out);
+    /* HG_ENOTFOUND unless addr starts a live allocation; *bytes gets its size. */
+    int (*free)(void *state, hg_devaddr addr, size_t *bytes);
+    /* HG_ERANGE unless the device range lies inside one live allocation. */
+    int (*copy_to)(void *state, hg_devaddr dst, const void *src, size_t bytes);
+    int (*copy_from)(void *state, void *dst, hg_devaddr src, size_t bytes);
+    void *(*translate)(void *state, hg_devaddr addr, size_t bytes);
+    int (*find_alloc)(void *state, hg_devaddr addr, hg_devaddr *base, size_t *size);
+    void (*run_cores)(void *state, device_core_fn fn, void *ctx);
+} device_ops;
+
+/* The sim backend (sim.c). */
+extern const device_ops device_sim_ops;
+
+#endif

@@ -1,0 +1,381 @@
+/*
+ * sim.c: the simulated device backend: memory, copies, translation, cores.
+ *
+ * Device memory.  Each allocation gets its own host backing (malloc) and a
+ * device address in a non-canonical x86-64 range, so a host dereference of a
+ * device address faults as it would on hardware instead of silently reading
+ * memory.  Addresses are assigned first-fit at SIM_ALIGN so a freed address is
+ * reused: freshness above must never be inferred from an address.  New
+ * backing is poisoned (SIM_POISON) so a kernel that reads bytes nobody wrote
+ * sees garbage, not the zeros a fresh mmap would give.
+ *
+ * Invariants of the allocation table:
+ *   - entries are sorted by addr and their spans [addr, addr+span) are
+ *     disjoint and inside [SIM_BASE, SIM_LIMIT);
+ *   - it is read (translate, copies) under the read lock from any thread,
+ *     core threads included, and changed only under the write lock;
+ *   - a copy holds the read lock for its memcpy, so a concurrent free waits.
+ *
+ * Cores.  ncores persistent threads park on a condvar.  device_run_cores bumps
+ * an epoch; each core runs the function once per epoch and the caller waits
+ * until all have, so no core can miss or repeat an epoch.
+ *
+ * Link model.  With link_gbps set, a copy takes at least bytes / (G * 1e9)
+ * seconds: the remainder after the memcpy is slept, outside the lock.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "device/backend.h"
+
+#define SIM_BASE   0xD000000000000000ull /* non-canonical on x86-64 */
+#define SIM_LIMIT  0xE000000000000000ull
+#define SIM_ALIGN  256u
+#define SIM_POISON 0xA5
+
+typedef struct sim_alloc {
+    hg_devaddr addr;
+    size_t size;   /* bytes the user asked for */
+    uint64_t span; /* size rounded up to SIM_ALIGN: the address range held */
+    unsigned char *backing;
+} sim_alloc;
+
+struct sim;
+
+typedef struct sim_core {
+    struct sim *sim;
+    uint32_t index;
+    hg_core_type type;
+    pthread_t thread;
+} sim_core;
+
+typedef struct sim {
+    pthread_rwlock_t table_lock;
+    sim_alloc *allocs;
+    size_t nallocs, cap_allocs;
+    double link_gbps;
+
+    pthread_mutex_t core_lock;
+    pthread_cond_t core_start, core_done;
+    uint64_t epoch;    /* bumped once per run_cores call */
+    device_core_fn fn; /* this epoch's work */
+    void *fn_ctx;
+    uint32_t pending; /* cores yet to finish this epoch */
+    bool stop;
+    sim_core *cores;
+    uint32_t ncores, nstarted;
+} sim;
+
+/* ------------------------------------------------------------ table lookup */
+
+/* Index of the last entry with addr <= a, or -1.  Caller holds a lock. */
+static long sim_find_index(const sim *s, hg_devaddr a)
+{
+    size_t lo = 0, hi = s->nallocs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->allocs[mid].addr <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (long)lo - 1;
+}
+
+/* The entry holding [a, a+bytes) (bytes 0: a may be one past the end), or
+ * NULL.  Caller holds a lock. */
+static const sim_alloc *sim_lookup(const sim *s, hg_devaddr a, size_t bytes)
+{
+    long i = sim_find_index(s, a);
+    if (i < 0)
+        return NULL;
+    const sim_alloc *e = &s->allocs[i];
+    uint64_t off = a - e->addr;
+    if (off > e->size || bytes > e->size - off)
+        return NULL;
+    return e;
+}
+
+static void *sim_translate(void *state, hg_devaddr addr, size_t bytes)
+{
+    sim *s = state;
+    pthread_rwlock_rdlock(&s->table_lock);
+    const sim_alloc *e = sim_lookup(s, addr, bytes);
+    void *p = e ? e->backing + (addr - e->addr) : NULL;
+    pthread_rwlock_unlock(&s->table_lock);
+    return p;
+}
+
+static int sim_find_alloc(void *state, hg_devaddr addr, hg_devaddr *base, size_t *size)
+{
+    sim *s = state;
+    int rc = HG_ENOTFOUND;
+    pthread_rwlock_rdlock(&s->table_lock);
+    long i = sim_find_index(s, addr);
+    if (i >= 0 && addr - s->allocs[i].addr < s->allocs[i].size) {
+        *base = s->allocs[i].addr;
+        *size = s->allocs[i].size;
+        rc = 0;
+    }
+    pthread_rwlock_unlock(&s->table_lock);
+    return rc;
+}
+
+/* ------------------------------------------------------ allocate and free */
+
+/* First fit: the lowest gap of `span` bytes.  Writes the address and the
+ * index to insert at; false if the range is exhausted.  Caller holds the
+ * write lock. */
+static bool sim_first_fit(const sim *s, uint64_t span, hg_devaddr *addr, size_t *at)
+{
+    uint64_t cursor = SIM_BASE;
+    for (size_t i = 0; i < s->nallocs; i++) {
+        if (s->allocs[i].addr - cursor >= span) {
+            *addr = cursor;
+            *at = i;
+            return true;
+        }
+        cursor = s->allocs[i].addr + s->allocs[i].span;
+    }
+    if (SIM_LIMIT - cursor < span)
+        return false;
+    *addr = cursor;
+    *at = s->nallocs;
+    return true;
+}
+
+static bool sim_table_reserve(sim *s)
+{
+    if (s->nallocs < s->cap_allocs)
+        return true;
+    size_t cap = s->cap_allocs ? s->cap_allocs * 2 : 64;
+    sim_alloc *grown = realloc(s->allocs, cap * sizeof *grown);
+    if (grown == NULL)
+        return false;
+    s->allocs = grown;
+    s->cap_allocs = cap;
+    return true;
+}
+
+static int sim_malloc(void *state, size_t bytes, hg_devaddr *out)
+{
+    sim *s = state;
+    if (bytes > SIM_LIMIT - SIM_BASE)
+        return HG_EDEVMEM;
+    uint64_t span = ((uint64_t)bytes + SIM_ALIGN - 1) & ~(uint64_t)(SIM_ALIGN - 1);
+    unsigned char *backing = malloc(bytes);
+    if (backing == NULL)
+        return HG_EDEVMEM;
+    memset(backing, SIM_POISON, bytes);
+
+    int rc = HG_EDEVMEM;
+    hg_devaddr addr;
+    size_t at;
+    pthread_rwlock_wrlock(&s->table_lock);
+    if (sim_table_reserve(s) && sim_first_fit(s, span, &addr, &at)) {
+        memmove(&s->allocs[at + 1], &s->allocs[at], (s->nallocs - at) * sizeof *s->allocs);
+        s->allocs[at] = (sim_alloc){.addr = addr, .size = bytes, .span = span, .backing = backing};
+        s->nallocs++;
+        *out = addr;
+        rc = 0;
+    }
+    pthread_rwlock_unlock(&s->table_lock);
+    if (rc != 0)
+        free(backing);
+    return rc;
+}
+
+static int sim_free(void *state, hg_devaddr addr, size_t *bytes)
+{
+    sim *s = state;
+    unsigned char *backing = NULL;
+    pthread_rwlock_wrlock(&s->table_lock);
+    long i = sim_find_index(s, addr);
+    if (i >= 0 && s->allocs[i].addr == addr) {
+        backing = s->allocs[i].backing;
+        *bytes = s->allocs[i].size;
+        size_t tail = s->nallocs - (size_t)i - 1;
+        memmove(&s->allocs[i], &s->allocs[i + 1], tail * sizeof *s->allocs);
+        s->nallocs--;
+    }
+    pthread_rwlock_unlock(&s->table_lock);
+    if (backing == NULL)
+        return HG_ENOTFOUND;
+    free(backing);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ copies */
+
+static uint64_t sim_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Sleeps until `start_ns + bytes / link` has passed: the modeled copy time is
+ * a floor, never a ceiling. */
+static void sim_link_wait(const sim *s, uint64_t start_ns, size_t bytes)
+{
+    if (s->link_gbps <= 0.0)
+        return;
+    double ns = (double)bytes / s->link_gbps; /* bytes / (G * 1e9) s, in ns */
+    uint64_t end = start_ns + (uint64_t)ns + 1;
+    struct timespec until = {.tv_sec = (time_t)(end / 1000000000ull),
+                             .tv_nsec = (long)(end % 1000000000ull)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR) {
+    }
+}
+
+/* Copies between host memory and [addr, addr+bytes) under the read lock:
+ * from `from_host` when it is not NULL, else into `to_host`. */
+static int sim_copy(sim *s, hg_devaddr addr, size_t bytes, const void *from_host, void *to_host)
+{
+    uint64_t start = sim_now_ns();
+    int rc = HG_ERANGE;
+    pthread_rwlock_rdlock(&s->table_lock);
+    const sim_alloc *e = sim_lookup(s, addr, bytes);
+    if (e != NULL) {
+        unsigned char *dev = e->backing + (addr - e->addr);
+        if (from_host != NULL)
+            memcpy(dev, from_host, bytes);
+        else
+            memcpy(to_host, dev, bytes);
+        rc = 0;
+    }
+    pthread_rwlock_unlock(&s->table_lock);
+    if (rc == 0)
+        sim_link_wait(s, start, bytes);
+    return rc;
+}
+
+static int sim_copy_to(void *state, hg_devaddr dst, const void *src, size_t bytes)
+{
+    return sim_copy(state, dst, bytes, src, NULL);
+}
+
+static int sim_copy_from(void *state, void *dst, hg_devaddr src, size_t bytes)
+{
+    return sim_copy(state, src, bytes, NULL, dst);
+}
+
+/* ------------------------------------------------------------------- cores */
+
+static void *sim_core_main(void *arg)
+{
+    sim_core *c = arg;
+    sim *s = c->sim;
+    uint64_t seen = 0; /* epochs start at 1, so a late starter still runs 1 */
+    pthread_mutex_lock(&s->core_lock);
+    for (;;) {
+        while (!s->stop && s->epoch == seen)
+            pthread_cond_wait(&s->core_start, &s->core_lock);
+        if (s->stop)
+            break;
+        seen = s->epoch;
+        device_core_fn fn = s->fn;
+        void *ctx = s->fn_ctx;
+        pthread_mutex_unlock(&s->core_lock);
+        fn(ctx, c->index, c->type);
+        pthread_mutex_lock(&s->core_lock);
+        if (--s->pending == 0)
+            pthread_cond_signal(&s->core_done);
+    }
+    pthread_mutex_unlock(&s->core_lock);
+    return NULL;
+}
+
+static void sim_run_cores(void *state, device_core_fn fn, void *ctx)
+{
+    sim *s = state;
+    pthread_mutex_lock(&s->core_lock);
+    s->fn = fn;
+    s->fn_ctx = ctx;
+    s->pending = s->ncores;
+    s->epoch++;
+    pthread_cond_broadcast(&s->core_start);
+    while (s->pending > 0)
+        pthread_cond_wait(&s->core_done, &s->core_lock);
+    pthread_mutex_unlock(&s->core_lock);
+}
+
+static void sim_stop_cores(sim *s)
+{
+    pthread_mutex_lock(&s->core_lock);
+    s->stop = true;
+    pthread_cond_broadcast(&s->core_start);
+    pthread_mutex_unlock(&s->core_lock);
+    for (uint32_t i = 0; i < s->nstarted; i++)
+        pthread_join(s->cores[i].thread, NULL);
+    s->nstarted = 0;
+}
+
+static bool sim_start_cores(sim *s, const device_config *cfg)
+{
+    s->cores = calloc(cfg->ncores, sizeof *s->cores);
+    if (s->cores == NULL)
+        return false;
+    s->ncores = cfg->ncores;
+    for (uint32_t i = 0; i < s->ncores; i++) {
+        sim_core *c = &s->cores[i];
+        *c = (sim_core){.sim = s, .index = i, .type = device_config_core_type(cfg, i)};
+        if (pthread_create(&c->thread, NULL, sim_core_main, c) != 0)
+            return false;
+        s->nstarted++;
+    }
+    return true;
+}
+
+/* ---------------------------------------------------------- open and close */
+
+static void sim_close(void *state)
+{
+    sim *s = state;
+    if (s == NULL)
+        return;
+    sim_stop_cores(s);
+    for (size_t i = 0; i < s->nallocs; i++)
+        free(s->allocs[i].backing);
+    free(s->allocs);
+    free(s->cores);
+    pthread_cond_destroy(&s->core_done);
+    pthread_cond_destroy(&s->core_start);
+    pthread_mutex_destroy(&s->core_lock);
+    pthread_rwlock_destroy(&s->table_lock);
+    free(s);
+}
+
+static int sim_open(const device_config *cfg, void **state)
+{
+    sim *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return HG_ENOMEM;
+    s->link_gbps = cfg->link_gbps;
+    pthread_rwlock_init(&s->table_lock, NULL);
+    pthread_mutex_init(&s->core_lock, NULL);
+    pthread_cond_init(&s->core_start, NULL);
+    pthread_cond_init(&s->core_done, NULL);
+    if (!sim_start_cores(s, cfg)) {
+        sim_close(s);
+        return HG_ENOMEM;
+    }
+    *state = s;
+    return 0;
+}
+
+const device_ops device_sim_ops = {
+    .name = "sim",
+    .open = sim_open,
+    .close = sim_close,
+    .malloc = sim_malloc,
+    .free = sim_free,
+    .copy_to = sim_copy_to,
+    .copy_from = sim_copy_from,
+    .translate = sim_translate,
+    .find_alloc = sim_find_alloc,
+    .run_cores = sim_run_cores,
+};

@@ -1,0 +1,119 @@
+/*
+ * orch.c: the calls an orchestration function makes: look up args, read host
+ * views, take scratch, submit tasks.  Every task arg is resolved to device
+ * addresses here (stage_resolve), so the graph and the scheduler below see
+ * device regions only.
+ */
+#include <string.h>
+
+#include "device/device.h"
+#include "run/run.h"
+#include "stage/stage.h"
+
+static int orch_fail(hg_orch *o, int rc)
+{
+    if (rc != 0 && o->failed == 0)
+        o->failed = rc;
+    return rc;
+}
+
+uint32_t hg_orch_num_args(const hg_orch *o)
+{
+    return o ? o->nargs : 0;
+}
+
+int hg_orch_find_arg(const hg_orch *o, const char *name)
+{
+    if (o == NULL || name == NULL)
+        return HG_EINVAL;
+    for (uint32_t i = 0; i < o->nargs; i++)
+        if (strcmp(o->args[i].name, name) == 0)
+            return (int)i;
+    return HG_ENOTFOUND;
+}
+
+int hg_orch_arg(const hg_orch *o, uint32_t arg, const hg_arg **out)
+{
+    if (o == NULL || out == NULL || arg >= o->nargs)
+        return HG_EINVAL;
+    *out = &o->args[arg];
+    return 0;
+}
+
+int hg_orch_host_view(hg_orch *o, uint32_t arg, const void **out)
+{
+    if (o == NULL || out == NULL)
+        return HG_EINVAL;
+    hg_err *e = &o->runner->err;
+    const stage_plan *p = &o->runner->plan;
+    if (arg >= p->nall)
+        return orch_fail(o, err_set(e, HG_EINVAL, "host view: arg index %u, the run has %u", arg,
+                                    p->nall));
+    const stage_arg *sa = &p->args[arg];
+    if (sa->kind == STAGE_SCALAR)
+        return orch_fail(o, err_set(e, HG_EINVAL, "host view of '%s': the arg is a scalar",
+                                    sa->name));
+    if (sa->tensor.host == NULL)
+        return orch_fail(o, err_set(e, HG_ENOHOSTVIEW,
+                                    "host view of '%s': the arg is only a device view", sa->name));
+    size_t first = sa->lo;
+    *out = (const char *)hg_hostbuf_data(sa->tensor.host) + first;
+    return 0;
+}
+
+int hg_orch_scratch(hg_orch *o, const char *name, hg_dtype dtype, uint32_t ndims,
+                    const size_t *shape, uint32_t *arg, hg_tensor *view)
+{
+    if (o == NULL || arg == NULL)
+        return HG_EINVAL;
+    hg_runner *r = o->runner;
+    return orch_fail(o, stage_add_scratch(&r->plan, r->dev, name, dtype, ndims, shape, arg,
+                                          view, &r->err));
+}
+
+static int check_desc(hg_orch *o, const hg_task_desc *d, hg_err *e)
+{
+    if (d == NULL || d->kernel == NULL || d->kernel->fn == NULL)
+        return err_set(e, HG_EINVAL, "task %u: no kernel function", o->runner->graph.ntasks);
+    const hg_kernel *k = d->kernel;
+    const char *kname = k->name ? k->name : "?";
+    if (k->core != HG_CORE_CUBE && k->core != HG_CORE_VECTOR)
+        return err_set(e, HG_EINVAL, "kernel '%s': core type %d is not cube or vector", kname,
+                       (int)k->core);
+    if (!device_has_core_type(o->runner->dev, k->core))
+        return err_set(e, HG_EUNSUPPORTED, "kernel '%s' needs a %s core; device %s has none",
+                       kname, k->core == HG_CORE_CUBE ? "cube" : "vector",
+                       hg_device_spec(o->runner->dev));
+    if ((d->nargs && d->args == NULL) || (d->nscalars && d->scalars == NULL) ||
+        (d->ndeps && d->deps == NULL))
+        return err_set(e, HG_EINVAL, "kernel '%s': a task list is NULL with a non-zero count",
+                       kname);
+    if (d->nargs > HG_MAX_TASK_ARGS)
+        return err_set(e, HG_ELIMIT, "kernel '%s': %u task args, the limit is %d", kname,
+                       d->nargs, HG_MAX_TASK_ARGS);
+    return 0;
+}
+
+int hg_task_submit(hg_orch *o, const hg_task_desc *d, hg_task_id *out)
+{
+    if (o == NULL)
+        return HG_EINVAL;
+    hg_runner *r = o->runner;
+    int rc = check_desc(o, d, &r->err);
+    if (rc != 0)
+        return orch_fail(o, rc);
+    graph_targ targs[HG_MAX_TASK_ARGS];
+    for (uint32_t i = 0; i < d->nargs; i++) {
+        rc = stage_resolve(&r->plan, &d->args[i], &targs[i], &r->err);
+        if (rc != 0)
+            return orch_fail(o, rc);
+    }
+    hg_task_id id;
+    rc = graph_add_task(&r->graph, d->kernel, targs, d->nargs, d->scalars, d->nscalars, d->deps,
+                        d->ndeps, &id, &r->err);
+    if (rc != 0)
+        return orch_fail(o, rc);
+    if (out)
+        *out = id;
+    return 0;
+}

@@ -1,0 +1,32 @@
+/*
+ * run.h: what the runner and the orchestration context share.
+ */
+#ifndef HG_RUN_RUN_H
+#define HG_RUN_RUN_H
+
+#include "base/error.h"
+#include "graph/graph.h"
+#include "hostgraph.h"
+#include "stage/stage.h"
+
+struct hg_runner {
+    hg_device *dev;
+    stage_retained retained;
+    stage_plan plan;
+    graph graph;
+    hg_err err;
+    hg_trace *trace;
+    uint32_t runs; /* runs started, labels trace spans */
+};
+
+/* The orchestration context lives on the runner's stack for one run.  The
+ * first failing call is sticky: the run fails with it even if the
+ * orchestration function ignores the code and returns 0. */
+struct hg_orch {
+    hg_runner *runner;
+    const hg_arg *args;
+    uint32_t nargs;
+    int failed;
+};
+
+#endif

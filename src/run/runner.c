@@ -1,0 +1,172 @@
+/*
+ * runner.c: the runner and one run end to end.
+ *
+ *     bind -> orchestrate -> execute -> copy back -> release
+ *
+ * All staging state hangs off the runner (retained buffer, plan, graph), so
+ * closing the runner forgets it.  A failure at any stage skips the stages that
+ * would move data (no copy-back after a failed execution), always releases
+ * run-owned memory, and leaves the runner usable for the next run.  Every
+ * stage is timed; byte and call counts are the device's exact counters taken
+ * around the run.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/trace.h"
+#include "exec/exec.h"
+#include "run/run.h"
+
+int hg_runner_open(hg_device *dev, hg_runner **out)
+{
+    if (dev == NULL || out == NULL)
+        return HG_EINVAL;
+    hg_runner *r = calloc(1, sizeof *r);
+    if (r == NULL)
+        return HG_ENOMEM;
+    r->dev = dev;
+    stage_plan_init(&r->plan);
+    graph_init(&r->graph);
+    *out = r;
+    return 0;
+}
+
+void hg_runner_close(hg_runner *r)
+{
+    if (r == NULL)
+        return;
+    stage_release(&r->plan, r->dev);
+    stage_retained_free(&r->retained, r->dev);
+    stage_plan_free(&r->plan);
+    graph_free(&r->graph);
+    free(r);
+}
+
+void hg_runner_set_trace(hg_runner *r, hg_trace *t)
+{
+    if (r)
+        r->trace = t;
+}
+
+size_t hg_runner_retained_capacity(const hg_runner *r)
+{
+    return r ? r->retained.capacity : 0;
+}
+
+const char *hg_runner_errmsg(const hg_runner *r)
+{
+    return r ? r->err.msg : "no runner";
+}
+
+/* Times one stage: the span goes to the trace and its length to *ns. */
+typedef struct stage_timer {
+    hg_runner *r;
+    uint64_t start;
+} stage_timer;
+
+static stage_timer timer_start(hg_runner *r)
+{
+    stage_timer t = {r, clock_now_ns()};
+    return t;
+}
+
+static void timer_stop(stage_timer t, const char *name, uint64_t *ns)
+{
+    uint64_t end = clock_now_ns();
+    *ns = end - t.start;
+    if (t.r->trace)
+        trace_host_span(t.r->trace, name, t.r->runs, t.start, end);
+}
+
+static int run_bind(hg_runner *r, const hg_arg *args, uint32_t nargs)
+{
+    int rc = stage_plan_build(&r->plan, r->dev, args, nargs, &r->err);
+    if (rc == 0)
+        rc = stage_retained_reserve(&r->retained, r->dev, r->plan.required, &r->err);
+    if (rc == 0)
+        rc = stage_upload(&r->plan, r->dev, &r->retained, &r->err);
+    return rc;
+}
+
+static int run_orchestrate(hg_runner *r, const hg_callable *c, const hg_arg *args,
+                           uint32_t nargs)
+{
+    hg_orch o = {r, args, nargs, 0};
+    graph_reset(&r->graph);
+    int rc = c->orchestrate(&o, c->user);
+    const char *name = c->name ? c->name : "?";
+    if (o.failed != 0)
+        return o.failed; /* the failing call wrote the message */
+    if (rc > 0)
+        return err_set(&r->err, HG_EINVAL, "orchestration '%s' returned %d, not an HG_E code",
+                       name, rc);
+    if (rc < 0)
+        return r->err.code ? rc
+                           : err_set(&r->err, rc, "orchestration '%s' failed: %s", name,
+                                     hg_strerror(rc));
+    return graph_finalize(&r->graph, &r->err);
+}
+
+static void fill_stats(hg_runner *r, const hg_device_counters *before, hg_run_stats *s)
+{
+    hg_device_counters now;
+    hg_device_counters_get(r->dev, &now);
+    s->h2d_bytes = now.h2d_bytes - before->h2d_bytes;
+    s->d2h_bytes = now.d2h_bytes - before->d2h_bytes;
+    s->h2d_copies = now.h2d_copies - before->h2d_copies;
+    s->d2h_copies = now.d2h_copies - before->d2h_copies;
+    s->device_allocs = now.allocs - before->allocs;
+    s->tasks = r->graph.ntasks;
+    s->edges = r->graph.nedges;
+    s->retained_bytes = r->retained.capacity;
+}
+
+int hg_runner_run(hg_runner *r, const hg_callable *c, const hg_arg *args, uint32_t nargs,
+                  hg_run_stats *stats)
+{
+    hg_run_stats s;
+    memset(&s, 0, sizeof s);
+    if (r == NULL)
+        return HG_EINVAL;
+    err_clear(&r->err);
+    if (c == NULL || c->orchestrate == NULL) {
+        if (stats)
+            *stats = s;
+        return err_set(&r->err, HG_EINVAL, "callable: no orchestration function");
+    }
+    r->runs++;
+    hg_device_counters before;
+    hg_device_counters_get(r->dev, &before);
+    const uint64_t t0 = clock_now_ns();
+
+    stage_timer t = timer_start(r);
+    int rc = run_bind(r, args, nargs);
+    timer_stop(t, "bind", &s.bind_ns);
+    if (rc == 0) {
+        t = timer_start(r);
+        rc = run_orchestrate(r, c, args, nargs);
+        timer_stop(t, "orchestrate", &s.orch_ns);
+    }
+    if (rc == 0) {
+        t = timer_start(r);
+        rc = exec_run(r->dev, &r->graph, r->trace, r->runs, &r->err);
+        timer_stop(t, "execute", &s.exec_ns);
+    }
+    if (rc == 0) {
+        t = timer_start(r);
+        rc = stage_copy_back(&r->plan, r->dev, &r->err);
+        timer_stop(t, "copy back", &s.copyback_ns);
+    }
+    t = timer_start(r);
+    stage_release(&r->plan, r->dev);
+    timer_stop(t, "release", &s.release_ns);
+
+    s.wall_ns = clock_now_ns() - t0;
+    fill_stats(r, &before, &s);
+    if (stats)
+        *stats = s;
+    if (rc == 0)
+        err_clear(&r->err);
+    return rc;
+}

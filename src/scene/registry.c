@@ -1,0 +1,188 @@
+/*
+ * registry.c: the table of scenes, their params, and the life of a case.
+ *
+ * Invariants: a case owns the host buffer of every tensor arg it holds and
+ * the golden array of every check; scene_case_destroy frees exactly those
+ * (and the scene's private state through scene->destroy).  A half-made case
+ * is destroyed the same way, so make() can fail at any point without leaks.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scene/scene.h"
+#include "tensor/checked.h"
+
+/* Explicit, because the library is static: constructor registration in the
+ * scene files would be dropped when nothing references them. */
+static const scene *const scene_table[] = {
+    &scene_vector_add,
+    &scene_bgemm,
+};
+
+#define SCENE_COUNT (sizeof scene_table / sizeof scene_table[0])
+
+const scene *scene_at(uint32_t i)
+{
+    return i < SCENE_COUNT ? scene_table[i] : NULL;
+}
+
+const scene *scene_find(const char *name)
+{
+    for (uint32_t i = 0; name != NULL && i < SCENE_COUNT; i++) {
+        if (strcmp(scene_table[i]->name, name) == 0)
+            return scene_table[i];
+    }
+    return NULL;
+}
+
+void scene_params_default(const scene *s, int64_t *params)
+{
+    for (uint32_t i = 0; i < s->nparams; i++)
+        params[i] = s->params[i].def;
+}
+
+static int param_index(const scene *s, const char *key, size_t keylen)
+{
+    for (uint32_t i = 0; i < s->nparams; i++) {
+        if (strlen(s->params[i].name) == keylen && strncmp(s->params[i].name, key, keylen) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
+/* Decimal only: "1e6" or "0x10" in a param is far more likely a typo than
+ * intent, and rejecting it keeps the accepted syntax one rule. */
+static bool parse_int64(const char *text, int64_t *out)
+{
+    char *end = NULL;
+    if (*text == '\0' || strchr(" \t\n+", *text) != NULL)
+        return false;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0')
+        return false;
+    *out = (int64_t)v;
+    return true;
+}
+
+int scene_param_set(const scene *s, int64_t *params, const char *key_value, hg_err *err)
+{
+    const char *eq = strchr(key_value, '=');
+    if (eq == NULL || eq == key_value)
+        return err_set(err, HG_EINVAL, "param '%s': expected KEY=VALUE", key_value);
+    size_t keylen = (size_t)(eq - key_value);
+    int i = param_index(s, key_value, keylen);
+    if (i < 0)
+        return err_set(err, HG_ENOTFOUND, "scene '%s' has no param '%.*s'", s->name,
+                       (int)keylen, key_value);
+    const scene_param *p = &s->params[i];
+    int64_t v;
+    if (!parse_int64(eq + 1, &v))
+        return err_set(err, HG_EINVAL, "param '%s': '%s' is not an integer", p->name, eq + 1);
+    if (v < p->min || v > p->max)
+        return err_set(err, HG_ERANGE, "param '%s': %lld is outside [%lld, %lld]", p->name,
+                       (long long)v, (long long)p->min, (long long)p->max);
+    params[i] = v;
+    return 0;
+}
+
+int scene_case_make(const scene *s, const int64_t *params, scene_case **out, hg_err *err)
+{
+    *out = NULL;
+    for (uint32_t i = 0; i < s->nparams; i++) {
+        const scene_param *p = &s->params[i];
+        if (params[i] < p->min || params[i] > p->max)
+            return err_set(err, HG_ERANGE, "param '%s': %lld is outside [%lld, %lld]", p->name,
+                           (long long)params[i], (long long)p->min, (long long)p->max);
+    }
+    scene_case *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return err_set(err, HG_ENOMEM, "scene '%s': out of host memory", s->name);
+    c->scene = s;
+    memcpy(c->params, params, s->nparams * sizeof params[0]);
+    int rc = s->make(params, c, err);
+    if (rc != 0) {
+        scene_case_destroy(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+void scene_case_destroy(scene_case *c)
+{
+    if (c == NULL)
+        return;
+    if (c->scene->destroy != NULL)
+        c->scene->destroy(c);
+    for (uint32_t i = 0; i < c->nargs; i++) {
+        if (c->args[i].dir != HG_SCALAR)
+            hg_hostbuf_destroy(c->args[i].tensor.host);
+    }
+    for (uint32_t i = 0; i < c->nchecks; i++)
+        free(c->checks[i].golden);
+    free(c);
+}
+
+int scene_case_add_tensor(scene_case *c, const char *name, hg_dir dir, hg_dtype dtype,
+                          uint32_t ndims, const size_t *shape, uint32_t *arg, hg_err *err)
+{
+    if (c->nargs == SCENE_MAX_ARGS || ndims > HG_MAX_DIMS)
+        return err_set(err, HG_ELIMIT, "arg '%s': scene case is full", name);
+    size_t bytes = hg_dtype_size(dtype);
+    for (uint32_t d = 0; d < ndims; d++) {
+        if (!ck_mul(bytes, shape[d], &bytes))
+            return err_set(err, HG_EOVERFLOW, "arg '%s': size overflows", name);
+    }
+    hg_hostbuf *hb = NULL;
+    int rc = hg_hostbuf_create(bytes, &hb);
+    if (rc != 0)
+        return err_set(err, rc, "arg '%s': cannot allocate %zu host bytes", name, bytes);
+    hg_arg *a = &c->args[c->nargs];
+    rc = hg_tensor_host(&a->tensor, hb, dtype, ndims, shape);
+    if (rc != 0) {
+        hg_hostbuf_destroy(hb);
+        return err_set(err, rc, "arg '%s': bad shape", name);
+    }
+    a->name = name;
+    a->dir = dir;
+    *arg = c->nargs++;
+    return 0;
+}
+
+int scene_case_add_scalar(scene_case *c, const char *name, uint64_t value, hg_err *err)
+{
+    if (c->nargs == SCENE_MAX_ARGS)
+        return err_set(err, HG_ELIMIT, "arg '%s': scene case is full", name);
+    hg_arg *a = &c->args[c->nargs++];
+    a->name = name;
+    a->dir = HG_SCALAR;
+    a->scalar = value;
+    return 0;
+}
+
+void *scene_case_data(const scene_case *c, uint32_t arg)
+{
+    return hg_hostbuf_data(c->args[arg].tensor.host);
+}
+
+int scene_case_add_check(scene_case *c, uint32_t arg, double rtol, double atol,
+                         double **golden, hg_err *err)
+{
+    const hg_arg *a = &c->args[arg];
+    if (c->nchecks == SCENE_MAX_CHECKS)
+        return err_set(err, HG_ELIMIT, "arg '%s': too many checked outputs", a->name);
+    size_t numel = hg_hostbuf_size(a->tensor.host) / hg_dtype_size(a->tensor.dtype);
+    scene_check *k = &c->checks[c->nchecks];
+    k->golden = calloc(numel > 0 ? numel : 1, sizeof(double));
+    if (k->golden == NULL)
+        return err_set(err, HG_ENOMEM, "arg '%s': no host memory for golden", a->name);
+    k->arg = arg;
+    k->numel = numel;
+    k->rtol = rtol;
+    k->atol = atol;
+    c->nchecks++;
+    *golden = k->golden;
+    return 0;
+}

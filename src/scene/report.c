@@ -1,0 +1,131 @@
+/*
+ * report.c: renders a scene_report as the table, the summary line and JSON.
+ *
+ * The table's columns and the JSON's field names are the CLI contract of
+ * issue 2; change them only with the issue.  Times are milliseconds, bytes
+ * are exact counts from the device's counters for that round.
+ */
+#include <stdio.h>
+
+#include "base/json.h"
+#include "scene/report.h"
+
+static double ms(uint64_t ns)
+{
+    return (double)ns / 1e6;
+}
+
+void scene_report_summarize(scene_report *r)
+{
+    double later = 0.0;
+    r->first_ms = r->nrounds > 0 ? ms(r->rounds[0].stats.wall_ns) : 0.0;
+    for (uint32_t i = 1; i < r->nrounds; i++)
+        later += ms(r->rounds[i].stats.wall_ns);
+    r->later_avg_ms = r->nrounds > 1 ? later / (r->nrounds - 1) : 0.0;
+}
+
+/* Left-aligned columns as wide as their headers, two spaces apart. */
+void scene_report_print_header(FILE *f)
+{
+    fprintf(f, "round  wall_ms  bind_ms  orch_ms  exec_ms  back_ms  h2d_bytes  d2h_bytes  golden\n");
+}
+
+void scene_report_print_row(FILE *f, uint32_t round, const scene_round *sr)
+{
+    const hg_run_stats *s = &sr->stats;
+    fprintf(f, "%-5u  %-7.3f  %-7.3f  %-7.3f  %-7.3f  %-7.3f  %-9llu  %-9llu  %s\n", round,
+            ms(s->wall_ns), ms(s->bind_ns), ms(s->orch_ns), ms(s->exec_ns), ms(s->copyback_ns),
+            (unsigned long long)s->h2d_bytes, (unsigned long long)s->d2h_bytes, sr->golden);
+}
+
+void scene_report_print_summary(FILE *f, const scene_report *r)
+{
+    fprintf(f, "first round %.3f ms    later rounds avg %.3f ms    overall %.3f ms\n", r->first_ms,
+            r->later_avg_ms, r->overall_ms);
+}
+
+/* Writes `"key": ` so the value can follow. */
+static void key(FILE *f, const char *k)
+{
+    json_write_string(f, k);
+    fputs(": ", f);
+}
+
+static void write_round(FILE *f, uint32_t round, const scene_round *sr)
+{
+    const hg_run_stats *s = &sr->stats;
+    const struct {
+        const char *name;
+        double value;
+    } fields[] = {
+        {"round", round},
+        {"wall_ms", ms(s->wall_ns)},
+        {"bind_ms", ms(s->bind_ns)},
+        {"orch_ms", ms(s->orch_ns)},
+        {"exec_ms", ms(s->exec_ns)},
+        {"copyback_ms", ms(s->copyback_ns)},
+        {"h2d_bytes", (double)s->h2d_bytes},
+        {"d2h_bytes", (double)s->d2h_bytes},
+        {"h2d_copies", (double)s->h2d_copies},
+        {"d2h_copies", (double)s->d2h_copies},
+    };
+    fputs("    {", f);
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        key(f, fields[i].name);
+        json_write_number(f, fields[i].value);
+        fputs(", ", f);
+    }
+    key(f, "golden");
+    json_write_string(f, sr->golden);
+    fputs("}", f);
+}
+
+static void write_body(FILE *f, const scene_report *r)
+{
+    fputs("{\n  ", f);
+    key(f, "scene");
+    json_write_string(f, r->scene->name);
+    fputs(",\n  ", f);
+    key(f, "device");
+    json_write_string(f, r->device);
+    fputs(",\n  ", f);
+    key(f, "residency");
+    json_write_string(f, scene_residency_name(r->residency));
+    fputs(",\n  ", f);
+    key(f, "params");
+    fputs("{", f);
+    for (uint32_t i = 0; i < r->scene->nparams; i++) {
+        fputs(i > 0 ? ", " : "", f);
+        key(f, r->scene->params[i].name);
+        json_write_number(f, (double)r->params[i]);
+    }
+    fputs("},\n  ", f);
+    key(f, "rounds");
+    fputs("[\n", f);
+    for (uint32_t i = 0; i < r->nrounds; i++) {
+        write_round(f, i + 1, &r->rounds[i]);
+        fputs(i + 1 < r->nrounds ? ",\n" : "\n", f);
+    }
+    fputs("  ],\n  ", f);
+    key(f, "first_ms");
+    json_write_number(f, r->first_ms);
+    fputs(",\n  ", f);
+    key(f, "later_avg_ms");
+    json_write_number(f, r->later_avg_ms);
+    fputs(",\n  ", f);
+    key(f, "overall_ms");
+    json_write_number(f, r->overall_ms);
+    fputs("\n}\n", f);
+}
+
+int scene_report_write_json(const scene_report *r, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        return HG_EIO;
+    write_body(f, r);
+    bool failed = ferror(f) != 0;
+    if (fclose(f) != 0 || failed)
+        return HG_EIO;
+    return 0;
+}

@@ -1,0 +1,39 @@
+/*
+ * report.h: what one `hostgraph run` measured, and its three renderings: the
+ * per-round table, the summary line, and the --json file.  The field names
+ * are a contract (issue 2): outside tools parse them.
+ */
+#ifndef HG_SCENE_REPORT_H
+#define HG_SCENE_REPORT_H
+
+#include <stdio.h>
+
+#include "scene/scene.h"
+
+typedef struct scene_round {
+    hg_run_stats stats;
+    const char *golden; /* "pass", "fail" or "skipped" */
+} scene_round;
+
+typedef struct scene_report {
+    const scene *scene;
+    const int64_t *params;
+    const char *device;   /* the device's normalized spec */
+    scene_residency residency;
+    const scene_round *rounds;
+    uint32_t nrounds;     /* rounds completed */
+    double first_ms;      /* round 1's wall time */
+    double later_avg_ms;  /* mean wall time of rounds 2..N; 0 with one round */
+    double overall_ms;    /* the whole command, start to report */
+} scene_report;
+
+/* Fills first_ms and later_avg_ms from the rounds. */
+void scene_report_summarize(scene_report *r);
+void scene_report_print_header(FILE *f);
+/* `round` counts from 1. */
+void scene_report_print_row(FILE *f, uint32_t round, const scene_round *sr);
+void scene_report_print_summary(FILE *f, const scene_report *r);
+/* HG_EIO if the file cannot be written. */
+int scene_report_write_json(const scene_report *r, const char *path);
+
+#endif

@@ -1,0 +1,209 @@
+/*
+ * runner.c: the scene runner, a scene's case run for N rounds.
+ *
+ * Every round must produce the same golden-correct result, so before each
+ * round the OUT and INOUT host buffers are restored to the contents they had
+ * when the case was made, through hg_hostbuf_write (which bumps their
+ * generation, as any user write between rounds would).  Without the restore
+ * an INOUT like bgemm's C would accumulate round after round.
+ *
+ * Exit codes follow the CLI contract: 0 all golden passed or skipped, 1 a
+ * golden check failed (all rounds still run, the reports still written), 3 a
+ * runtime error (one line on o->err; the remaining rounds are not run).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "scene/report.h"
+#include "scene/scene.h"
+
+int scene_residency_parse(const char *name, scene_residency *out)
+{
+    if (name != NULL && strcmp(name, "off") == 0) {
+        *out = SCENE_RESIDENCY_OFF;
+        return 0;
+    }
+    return HG_EINVAL;
+}
+
+const char *scene_residency_name(scene_residency r)
+{
+    return r == SCENE_RESIDENCY_OFF ? "off" : "?";
+}
+
+/* The initial bytes of every OUT/INOUT arg, indexed like the case's args. */
+typedef struct snapshot {
+    void *bytes[SCENE_MAX_ARGS];
+} snapshot;
+
+static void snapshot_free(snapshot *s)
+{
+    for (uint32_t i = 0; i < SCENE_MAX_ARGS; i++)
+        free(s->bytes[i]);
+}
+
+static bool is_output(const hg_arg *a)
+{
+    return a->dir == HG_OUT || a->dir == HG_INOUT;
+}
+
+static int snapshot_take(snapshot *s, const scene_case *c)
+{
+    memset(s, 0, sizeof *s);
+    for (uint32_t i = 0; i < c->nargs; i++) {
+        if (!is_output(&c->args[i]))
+            continue;
+        size_t bytes = hg_hostbuf_size(c->args[i].tensor.host);
+        s->bytes[i] = malloc(bytes > 0 ? bytes : 1);
+        if (s->bytes[i] == NULL) {
+            snapshot_free(s);
+            return HG_ENOMEM;
+        }
+        memcpy(s->bytes[i], hg_hostbuf_data(c->args[i].tensor.host), bytes);
+    }
+    return 0;
+}
+
+static int snapshot_restore(const snapshot *s, scene_case *c)
+{
+    for (uint32_t i = 0; i < c->nargs; i++) {
+        if (!is_output(&c->args[i]))
+            continue;
+        hg_hostbuf *hb = c->args[i].tensor.host;
+        int rc = hg_hostbuf_write(hb, 0, s->bytes[i], hg_hostbuf_size(hb));
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* Checks golden for one round, records "pass"/"fail" and explains a fail. */
+static bool check_round(const scene_run_opts *o, const scene_case *c, uint32_t round,
+                        scene_round *sr)
+{
+    scene_check_result res;
+    if (o->skip_golden) {
+        sr->golden = "skipped";
+        return true;
+    }
+    bool pass = scene_case_check(c, &res);
+    sr->golden = pass ? "pass" : "fail";
+    if (!pass)
+        fprintf(o->err,
+                "hostgraph: round %u: golden mismatch in output '%s': max abs err %g, "
+                "max rel err %g, first mismatch at index %zu\n",
+                round, res.output, res.max_abs_err, res.max_rel_err, res.first_bad);
+    return pass;
+}
+
+typedef struct round_loop {
+    hg_runner *runner;
+    snapshot initial;
+    scene_round *rounds;
+    uint32_t done;
+    bool golden_failed;
+} round_loop;
+
+/* Runs the rounds; returns 0 or SCENE_EXIT_RUNTIME after printing why. */
+static int run_rounds(const scene_run_opts *o, scene_case *c, round_loop *l)
+{
+    if (!o->quiet)
+        scene_report_print_header(o->out);
+    for (uint32_t i = 0; i < o->rounds; i++) {
+        scene_round *sr = &l->rounds[i];
+        int rc = snapshot_restore(&l->initial, c);
+        if (rc != 0) {
+            fprintf(o->err, "hostgraph: round %u: cannot restore outputs: %s\n", i + 1,
+                    hg_strerror(rc));
+            return SCENE_EXIT_RUNTIME;
+        }
+        rc = hg_runner_run(l->runner, &c->callable, c->args, c->nargs, &sr->stats);
+        if (rc != 0) {
+            const char *msg = hg_runner_errmsg(l->runner);
+            fprintf(o->err, "hostgraph: round %u: %s\n", i + 1, *msg ? msg : hg_strerror(rc));
+            return SCENE_EXIT_RUNTIME;
+        }
+        if (!check_round(o, c, i + 1, sr))
+            l->golden_failed = true;
+        l->done = i + 1;
+        if (o->on_round != NULL)
+            o->on_round(o->on_round_user, i + 1, c, &sr->stats);
+        if (!o->quiet)
+            scene_report_print_row(o->out, i + 1, sr);
+    }
+    return 0;
+}
+
+/* Writes the trace, the summary and the JSON once the rounds are done. */
+static int finish(const scene_run_opts *o, hg_device *dev, const round_loop *l, hg_trace *trace)
+{
+    if (trace != NULL && hg_trace_write_json(trace, o->trace_path) != 0) {
+        fprintf(o->err, "hostgraph: cannot write trace '%s'\n", o->trace_path);
+        return SCENE_EXIT_RUNTIME;
+    }
+    scene_report rep = {.scene = o->scene, .params = o->params, .device = hg_device_spec(dev),
+                        .residency = o->residency, .rounds = l->rounds, .nrounds = l->done};
+    scene_report_summarize(&rep);
+    rep.overall_ms = (double)(clock_now_ns() - o->start_ns) / 1e6;
+    scene_report_print_summary(o->out, &rep);
+    if (o->json_path != NULL && scene_report_write_json(&rep, o->json_path) != 0) {
+        fprintf(o->err, "hostgraph: cannot write JSON report '%s'\n", o->json_path);
+        return SCENE_EXIT_RUNTIME;
+    }
+    return l->golden_failed ? SCENE_EXIT_GOLDEN : SCENE_EXIT_OK;
+}
+
+int scene_run_case(const scene_run_opts *o, hg_device *dev, scene_case *c)
+{
+    round_loop l = {0};
+    hg_trace *trace = NULL;
+    int rc = SCENE_EXIT_RUNTIME;
+    l.rounds = calloc(o->rounds > 0 ? o->rounds : 1, sizeof *l.rounds);
+    if (l.rounds == NULL || snapshot_take(&l.initial, c) != 0) {
+        fprintf(o->err, "hostgraph: out of host memory\n");
+        free(l.rounds);
+        return SCENE_EXIT_RUNTIME;
+    }
+    int hrc = hg_runner_open(dev, &l.runner);
+    if (hrc == 0 && o->trace_path != NULL && (hrc = hg_trace_create(&trace)) == 0)
+        hg_runner_set_trace(l.runner, trace);
+    if (hrc != 0)
+        fprintf(o->err, "hostgraph: cannot open a runner: %s\n", hg_strerror(hrc));
+    else if ((rc = run_rounds(o, c, &l)) == 0)
+        rc = finish(o, dev, &l, trace);
+    hg_runner_close(l.runner);
+    if (trace != NULL)
+        hg_trace_destroy(trace);
+    snapshot_free(&l.initial);
+    free(l.rounds);
+    return rc;
+}
+
+int scene_run(const scene_run_opts *o)
+{
+    const char *spec = o->device_spec != NULL ? o->device_spec : "sim";
+    char msg[256] = "";
+    hg_device *dev = NULL;
+    if (hg_device_open(spec, &dev, msg, sizeof msg) != 0) {
+        if (*msg != '\0')
+            fprintf(o->err, "hostgraph: %s\n", msg);
+        else
+            fprintf(o->err, "hostgraph: cannot open device '%s'\n", spec);
+        return SCENE_EXIT_RUNTIME;
+    }
+    scene_case *c = NULL;
+    hg_err err;
+    err_clear(&err);
+    int rc = scene_case_make(o->scene, o->params, &c, &err);
+    if (rc != 0) {
+        fprintf(o->err, "hostgraph: scene '%s': %s\n", o->scene->name,
+                *err.msg ? err.msg : hg_strerror(rc));
+        hg_device_close(dev);
+        return SCENE_EXIT_RUNTIME;
+    }
+    rc = scene_run_case(o, dev, c);
+    scene_case_destroy(c);
+    hg_device_close(dev);
+    return rc;
+}

@@ -1,0 +1,102 @@
+/*
+ * stage.h: staging, the bind and copy-back halves of a run.
+ *
+ * A bind plan classifies every arg (scalar | device view passed through |
+ * zero-byte | slice of the retained buffer | run-owned scratch), sizes the
+ * retained buffer with checked arithmetic before anything is allocated, and
+ * records each piece of device memory with its release kind, so that release
+ * frees run-owned memory only and never touches user-owned memory.
+ *
+ * Address mapping: every tensor arg has a byte extent [lo, hi) in its buffer
+ * and `dev_region`, the device address where byte `lo` lives during the run.
+ * A task's view of the arg maps to dev_region + (view_lo - lo).
+ */
+#ifndef HG_STAGE_STAGE_H
+#define HG_STAGE_STAGE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "graph/graph.h"
+#include "hostgraph.h"
+
+#define STAGE_SLICE_ALIGN 1024
+
+typedef enum stage_kind {
+    STAGE_SCALAR,      /* no memory */
+    STAGE_ZERO,        /* zero-byte tensor: null address, no allocation */
+    STAGE_DEVICE_VIEW, /* user-owned device memory, passed through */
+    STAGE_SLICE,       /* host-backed: a slice of the retained buffer */
+    STAGE_SCRATCH      /* run-owned device scratch from the orchestration */
+} stage_kind;
+
+typedef enum release_kind {
+    RELEASE_NONE,           /* nothing to release */
+    RELEASE_USER_OWNED,     /* never freed by the runtime */
+    RELEASE_RETAINED_SLICE, /* kept: the retained buffer outlives the run */
+    RELEASE_RUN_OWNED       /* freed at release */
+} release_kind;
+
+typedef struct stage_arg {
+    const char *name;
+    hg_dir dir;
+    stage_kind kind;
+    release_kind release;
+    hg_tensor tensor;      /* the arg's view, buffer-relative */
+    size_t lo, hi;         /* byte extent in its buffer */
+    size_t slice_offset;   /* STAGE_SLICE: offset in the retained buffer */
+    hg_devaddr dev_region; /* device address of byte lo during the run */
+    hg_devaddr owned_addr; /* RELEASE_RUN_OWNED: the allocation to free */
+    bool upload;           /* IN/INOUT slices: H2D at bind */
+    bool copy_back;        /* OUT/INOUT slices: D2H after success */
+} stage_arg;
+
+typedef struct stage_plan {
+    stage_arg *args;
+    uint32_t nargs; /* the run's args */
+    uint32_t nall;  /* run args + scratch */
+    uint32_t cap;
+    size_t required; /* retained bytes the slices need */
+} stage_plan;
+
+/* The runner's grow-only retained device buffer. */
+typedef struct stage_retained {
+    hg_devaddr addr;
+    size_t capacity;
+} stage_retained;
+
+void stage_plan_init(stage_plan *p);
+void stage_plan_free(stage_plan *p);
+
+/* Validates and classifies the args; computes slice offsets and `required`.
+ * Allocates nothing on the device. */
+int stage_plan_build(stage_plan *p, hg_device *dev, const hg_arg *args, uint32_t nargs,
+                     hg_err *e);
+
+/* Grows the retained buffer to hold `required` bytes (free old, allocate new;
+ * never shrinks).  On failure the buffer is empty and the runner usable. */
+int stage_retained_reserve(stage_retained *r, hg_device *dev, size_t required, hg_err *e);
+void stage_retained_free(stage_retained *r, hg_device *dev);
+
+/* Places the slices in the retained buffer and copies IN/INOUT host -> device. */
+int stage_upload(stage_plan *p, hg_device *dev, const stage_retained *r, hg_err *e);
+
+/* Adds a run-owned scratch arg (dense, on the device). */
+int stage_add_scratch(stage_plan *p, hg_device *dev, const char *name, hg_dtype dtype,
+                      uint32_t ndims, const size_t *shape, uint32_t *index, hg_tensor *view,
+                      hg_err *e);
+
+/* Maps a task arg to its device view, checking it lies in the arg's extent and
+ * that its access agrees with the arg's direction. */
+int stage_resolve(const stage_plan *p, const hg_task_arg *ta, graph_targ *out, hg_err *e);
+
+/* Copies OUT/INOUT slices device -> host (only the bytes the view covers) and
+ * records the write on each host buffer (its generation moves on). */
+int stage_copy_back(stage_plan *p, hg_device *dev, hg_err *e);
+
+/* Frees run-owned memory, leaves retained and user-owned memory alone, and
+ * empties the plan. */
+void stage_release(stage_plan *p, hg_device *dev);
+
+#endif

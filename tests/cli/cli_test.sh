@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# cli_test.sh: the `hostgraph` command's contract (issue 2): exit codes
+# 0/2/3, the table and summary, --quiet, list, --help, --version, and the
+# --json and --trace files.  Exit 1 (golden failure) has no honest trigger
+# from the command line; scene_test.c covers it through the scene runner.
+#
+# usage: cli_test.sh PATH/TO/hostgraph
+set -u
+
+HG=${1:?usage: cli_test.sh PATH/TO/hostgraph}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+passed=0
+failed=0
+
+ok() { passed=$((passed + 1)); echo "ok   $1"; }
+bad() { failed=$((failed + 1)); echo "FAIL $1"; }
+
+# expect_rc NAME RC ARGS...: runs hostgraph ARGS, wants exit code RC.
+# stdout and stderr land in $TMP/out and $TMP/err for later checks.
+expect_rc() {
+    local name=$1 want=$2
+    shift 2
+    "$HG" "$@" >"$TMP/out" 2>"$TMP/err"
+    local got=$?
+    if [ "$got" -eq "$want" ]; then
+        ok "$name"
+    else
+        bad "$name (exit $got, wanted $want; stderr: $(head -c 300 "$TMP/err"))"
+    fi
+}
+
+# check NAME COMMAND...: passes if the command succeeds.
+check() {
+    local name=$1
+    shift
+    if "$@"; then ok "$name"; else bad "$name"; fi
+}
+
+# ---- help, version, list
+expect_rc "--version exits 0" 0 --version
+check "--version prints the version" grep -Eq '^hostgraph [0-9]+\.[0-9]+\.[0-9]+$' "$TMP/out"
+expect_rc "--help exits 0" 0 --help
+check "--help shows usage" grep -q 'hostgraph run SCENE' "$TMP/out"
+expect_rc "run --help exits 0" 0 run --help
+check "run --help lists flags and params" grep -q -- '--residency' "$TMP/out"
+check "run --help lists scene params" grep -q 'tiles' "$TMP/out"
+expect_rc "list exits 0" 0 list
+check "list has one line per scene" test "$(wc -l <"$TMP/out")" -eq 2
+check "list shows vector_add with defaults" grep -Eq '^vector_add .*n=1048576 tile=65536' "$TMP/out"
+check "list shows bgemm with defaults" grep -Eq '^bgemm .*tiles=4 tile=32' "$TMP/out"
+
+# ---- a good run: table, rows, summary
+expect_rc "run vector_add exits 0" 0 run vector_add --rounds 3 --param n=4096 --param tile=512
+HEADER='round  wall_ms  bind_ms  orch_ms  exec_ms  back_ms  h2d_bytes  d2h_bytes  golden'
+check "table header is exact" test "$(head -n 1 "$TMP/out")" = "$HEADER"
+check "a row per round, golden pass" test "$(grep -Ec '^[123] .* pass$' "$TMP/out")" -eq 3
+check "rows show exact bytes" grep -Eq '^2 +([0-9.]+ +){5}32768 +16384 +pass$' "$TMP/out"
+SUMMARY='^first round [0-9.]+ ms    later rounds avg [0-9.]+ ms    overall [0-9.]+ ms$'
+check "summary line" grep -Eq "$SUMMARY" "$TMP/out"
+expect_rc "--quiet exits 0" 0 run bgemm --rounds 2 --quiet --param tiles=2
+check "--quiet prints only the summary" test "$(wc -l <"$TMP/out")" -eq 1
+check "--quiet line is the summary" grep -Eq "$SUMMARY" "$TMP/out"
+expect_rc "--skip-golden exits 0" 0 run vector_add --skip-golden --param n=1000 --residency off
+check "--skip-golden marks rows skipped" grep -Eq '^1 .* skipped$' "$TMP/out"
+expect_rc "--flag=value form" 0 run vector_add --rounds=2 --param=n=100 --device=sim:cores=2
+expect_rc "bgemm on split cores" 0 run bgemm --rounds 2 --device sim:cube=1,vector=2
+
+# ---- usage errors: exit 2
+expect_rc "no command" 2
+expect_rc "unknown command" 2 frobnicate
+expect_rc "run without scene" 2 run
+expect_rc "unknown scene" 2 run no_such_scene
+check "unknown scene is named" grep -q no_such_scene "$TMP/err"
+expect_rc "unknown flag" 2 run vector_add --fast
+expect_rc "unknown param key" 2 run vector_add --param bogus=1
+check "unknown param is named" grep -q bogus "$TMP/err"
+expect_rc "bad param number" 2 run vector_add --param n=12abc
+expect_rc "param out of range" 2 run bgemm --param tile=0
+expect_rc "param without =" 2 run vector_add --param n
+expect_rc "rounds 0" 2 run vector_add --rounds 0
+expect_rc "rounds negative" 2 run vector_add --rounds -1
+expect_rc "rounds not a number" 2 run vector_add --rounds many
+expect_rc "residency in (not yet)" 2 run vector_add --residency in
+expect_rc "residency bogus" 2 run vector_add --residency sometimes
+expect_rc "missing flag value" 2 run vector_add --rounds
+expect_rc "two scenes" 2 run vector_add bgemm
+expect_rc "list with an argument" 2 list extra
+
+# ---- runtime errors: exit 3, one line
+expect_rc "device alloc fault" 3 run bgemm --device sim:fail_alloc=1
+check "runtime error is one line" test "$(wc -l <"$TMP/err")" -eq 1
+expect_rc "device copy fault" 3 run vector_add --param n=1000 --device sim:fail_copy=1
+expect_rc "bad device spec" 3 run vector_add --device tpu
+check "bad device spec is one line" test "$(wc -l <"$TMP/err")" -eq 1
+expect_rc "unwritable json" 3 run vector_add --param n=100 --json "$TMP/no/such/dir/out.json"
+
+# ---- the JSON report
+expect_rc "bgemm with json and trace" 0 run bgemm --rounds 3 --param tiles=2 --param tile=8 \
+    --json "$TMP/out.json" --trace "$TMP/trace.json"
+check "json fields present and typed" python3 - "$TMP/out.json" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+num = (int, float)
+assert r["scene"] == "bgemm" and isinstance(r["device"], str) and r["residency"] == "off"
+assert r["params"] == {"tiles": 2, "tile": 8, "ktiles": 0}, r["params"]
+assert len(r["rounds"]) == 3
+for i, rd in enumerate(r["rounds"]):
+    assert rd["round"] == i + 1
+    for k in ("wall_ms", "bind_ms", "orch_ms", "exec_ms", "copyback_ms"):
+        assert isinstance(rd[k], num) and rd[k] >= 0, k
+    for k in ("h2d_bytes", "d2h_bytes", "h2d_copies", "d2h_copies"):
+        assert isinstance(rd[k], int) and rd[k] >= 0, k
+    # A, B, C are 16x16 f32, config is 4 x i64: all go in, C comes back.
+    assert rd["h2d_bytes"] == 3 * 16 * 16 * 4 + 32 and rd["d2h_bytes"] == 16 * 16 * 4
+    assert rd["golden"] == "pass"
+for k in ("first_ms", "later_avg_ms", "overall_ms"):
+    assert isinstance(r[k], num) and r[k] >= 0, k
+assert r["overall_ms"] >= r["first_ms"]
+EOF
+
+# ---- the trace: a slice per task on device lanes, stage slices on the host
+check "trace loads with task and stage slices" python3 - "$TMP/trace.json" <<'EOF'
+import json, sys
+t = json.load(open(sys.argv[1]))
+events = t["traceEvents"] if isinstance(t, dict) else t
+slices = [e for e in events if e.get("ph") == "X"]
+lanes = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+         if e.get("ph") == "M" and e["name"] == "thread_name"}
+device_pids = {e["pid"] for e in events if e.get("ph") == "M" and e["name"] == "process_name"
+               and e["args"]["name"] == "device"}
+tasks = [e for e in slices if e["pid"] in device_pids]
+# tiles=2 (and ktiles = tiles): 2*2*2 (i, j, k) GEMMs and as many ADDs, 3 rounds.
+assert len(tasks) == 3 * 16, len(tasks)
+assert {e["name"] for e in tasks} == {"gemm", "add"}
+assert all((e["pid"], e["tid"]) in lanes for e in tasks)
+host = [e for e in slices if e["pid"] not in device_pids]
+names = {e["name"] for e in host}
+assert "bind" in names and any(n.startswith("exec") for n in names), names
+assert len(host) >= 3 * 4, len(host)
+EOF
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

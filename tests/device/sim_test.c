@@ -1,0 +1,270 @@
+/*
+ * sim_test.c: the sim backend as kernels and the stages above rely on it:
+ * first-fit address reuse, poisoned new memory, device addresses that are not
+ * host pointers, translation bounds, core threads, and the link model.
+ * Timing checks are lower bounds only: a loaded machine must not fail them.
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "device/device.h"
+#include "testlib.h"
+
+static hg_device *open_dev(const char *spec)
+{
+    hg_device *dev = NULL;
+    char err[256];
+    int rc = hg_device_open(spec, &dev, err, sizeof err);
+    if (rc != 0)
+        fprintf(stderr, "  open '%s': %s\n", spec, err);
+    return dev;
+}
+
+TEST(address_reuse_after_free)
+{
+    hg_device *dev = open_dev("sim:cores=1");
+    ASSERT(dev != NULL);
+    hg_devaddr a, b, c, big, small;
+    ASSERT_OK(hg_devbuf_malloc(dev, 100, &a));
+    ASSERT_OK(hg_devbuf_malloc(dev, 100, &b));
+    ASSERT(a != 0 && b != 0 && a != b);
+    ASSERT_UEQ(a % 256, 0);
+    ASSERT_UEQ(b % 256, 0);
+    ASSERT_OK(hg_devbuf_free(dev, a));
+    ASSERT_OK(hg_devbuf_malloc(dev, 100, &c));
+    ASSERT_UEQ(c, a); /* first fit reuses the hole */
+    ASSERT_OK(hg_devbuf_free(dev, c));
+    ASSERT_OK(hg_devbuf_malloc(dev, 1000, &big)); /* too big for the hole */
+    ASSERT(big != a);
+    ASSERT_UEQ(big % 256, 0);
+    ASSERT_OK(hg_devbuf_malloc(dev, 256, &small)); /* fits exactly */
+    ASSERT_UEQ(small, a);
+    hg_device_close(dev); /* still-live allocations are freed by close */
+}
+
+TEST(new_allocation_is_poisoned)
+{
+    hg_device *dev = open_dev("sim:cores=1");
+    ASSERT(dev != NULL);
+    hg_devaddr a;
+    unsigned char buf[300];
+    ASSERT_OK(hg_devbuf_malloc(dev, sizeof buf, &a));
+    ASSERT_OK(hg_devbuf_copy_from(dev, buf, a, sizeof buf));
+    for (size_t i = 0; i < sizeof buf; i++)
+        ASSERT(buf[i] != 0);
+    hg_device_close(dev);
+}
+
+/* The child dereferences a device address.  It must never reach _exit(0):
+ * it dies by SIGSEGV, or (under ASan, whose handler reports and exits) it
+ * exits non-zero. */
+TEST(device_address_is_not_a_host_pointer)
+{
+    hg_device *dev = open_dev("sim:cores=2");
+    ASSERT(dev != NULL);
+    hg_devaddr a;
+    ASSERT_OK(hg_devbuf_malloc(dev, 64, &a));
+    fflush(NULL);
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        struct rlimit no_core = {0, 0};
+        setrlimit(RLIMIT_CORE, &no_core);
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0)
+            dup2(devnull, 2); /* keep a sanitizer's report out of the log */
+        volatile unsigned char *p = (volatile unsigned char *)(uintptr_t)a;
+        unsigned char v = *p;
+        (void)v;
+        _exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT(WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) != 0));
+    hg_device_close(dev);
+}
+
+TEST(translate_bounds)
+{
+    hg_device *dev = open_dev("sim:cores=1");
+    ASSERT(dev != NULL);
+    hg_devaddr a, base;
+    size_t size;
+    ASSERT_OK(hg_devbuf_malloc(dev, 1000, &a));
+    unsigned char *p = device_translate(dev, a, 1000);
+    ASSERT(p != NULL);
+    ASSERT(p != (unsigned char *)(uintptr_t)a);
+    ASSERT(device_translate(dev, a + 10, 10) == p + 10);
+    ASSERT(device_translate(dev, a + 1000, 0) == p + 1000); /* one past */
+    ASSERT(device_translate(dev, a + 1000, 1) == NULL);
+    ASSERT(device_translate(dev, a + 1, 1000) == NULL);
+    ASSERT(device_translate(dev, a - 1, 1) == NULL);
+    ASSERT(device_translate(dev, a + 10, SIZE_MAX) == NULL);
+    ASSERT(device_translate(dev, 0, 0) == NULL);
+    ASSERT(device_translate(NULL, a, 1) == NULL);
+
+    /* What a kernel writes through the pointer, a copy sees. */
+    memset(p, 0x3c, 1000);
+    unsigned char back[1000];
+    ASSERT_OK(hg_devbuf_copy_from(dev, back, a, sizeof back));
+    ASSERT_EQ(back[999], 0x3c);
+
+    ASSERT_OK(device_find_alloc(dev, a + 999, &base, &size));
+    ASSERT_UEQ(base, a);
+    ASSERT_UEQ(size, 1000);
+    ASSERT_EQ(device_find_alloc(dev, a + 1000, &base, &size), HG_ENOTFOUND);
+    ASSERT_EQ(device_find_alloc(dev, a - 1, &base, &size), HG_ENOTFOUND);
+    ASSERT_EQ(device_find_alloc(NULL, a, &base, &size), HG_EINVAL);
+    ASSERT_OK(hg_devbuf_free(dev, a));
+    ASSERT(device_translate(dev, a, 1) == NULL);
+    hg_device_close(dev);
+}
+
+/* ------------------------------------------------------------------- cores */
+
+typedef struct core_log {
+    uint32_t ncores;
+    unsigned calls[16];
+    hg_core_type types[16];
+    int bad_core;
+} core_log;
+
+static void count_call(void *ctx, uint32_t core, hg_core_type type)
+{
+    core_log *log = ctx;
+    if (core >= log->ncores) {
+        __atomic_store_n(&log->bad_core, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    log->calls[core]++;
+    log->types[core] = type;
+}
+
+TEST(run_cores_calls_every_core_once_per_call)
+{
+    hg_device *dev = open_dev("sim:cores=5");
+    ASSERT(dev != NULL);
+    core_log log = {.ncores = 5};
+    for (unsigned round = 1; round <= 300; round++) {
+        device_run_cores(dev, count_call, &log);
+        for (uint32_t i = 0; i < 5; i++)
+            ASSERT_EQ(log.calls[i], round);
+    }
+    ASSERT_EQ(log.bad_core, 0);
+    hg_device_close(dev);
+}
+
+TEST(typed_cores_report_their_types)
+{
+    hg_device *dev = open_dev("sim:cube=1,vector=2");
+    ASSERT(dev != NULL);
+    ASSERT_EQ(hg_device_num_cores(dev), 3);
+    ASSERT_EQ(hg_device_core_type(dev, 0), HG_CORE_CUBE);
+    ASSERT_EQ(hg_device_core_type(dev, 1), HG_CORE_VECTOR);
+    ASSERT_EQ(hg_device_core_type(dev, 2), HG_CORE_VECTOR);
+    ASSERT_EQ(hg_device_core_type(dev, 3), HG_CORE_ANY);
+    ASSERT(device_has_core_type(dev, HG_CORE_CUBE));
+    ASSERT(device_has_core_type(dev, HG_CORE_VECTOR));
+    core_log log = {.ncores = 3};
+    device_run_cores(dev, count_call, &log);
+    ASSERT_EQ(log.types[0], HG_CORE_CUBE);
+    ASSERT_EQ(log.types[1], HG_CORE_VECTOR);
+    ASSERT_EQ(log.types[2], HG_CORE_VECTOR);
+    hg_device_close(dev);
+
+    dev = open_dev("sim:cube=2");
+    ASSERT(dev != NULL);
+    ASSERT(device_has_core_type(dev, HG_CORE_CUBE));
+    ASSERT(!device_has_core_type(dev, HG_CORE_VECTOR));
+    hg_device_close(dev);
+}
+
+typedef struct fill_job {
+    hg_device *dev;
+    hg_devaddr buf;
+    size_t per_core;
+    int failed;
+} fill_job;
+
+/* Each core translates its own slice and fills it with its index. */
+static void fill_slice(void *ctx, uint32_t core, hg_core_type type)
+{
+    fill_job *job = ctx;
+    hg_devaddr at = job->buf + core * job->per_core;
+    unsigned char *p = device_translate(job->dev, at, job->per_core);
+    if (p == NULL) {
+        __atomic_store_n(&job->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    memset(p, (int)core + 1, job->per_core);
+}
+
+TEST(cores_translate_concurrently)
+{
+    hg_device *dev = open_dev("sim:cores=4");
+    ASSERT(dev != NULL);
+    fill_job job = {.dev = dev, .per_core = 4096};
+    ASSERT_OK(hg_devbuf_malloc(dev, 4 * job.per_core, &job.buf));
+    static unsigned char back[4 * 4096];
+    for (int round = 0; round < 50; round++) {
+        device_run_cores(dev, fill_slice, &job);
+        ASSERT_EQ(job.failed, 0);
+        ASSERT_OK(hg_devbuf_copy_from(dev, back, job.buf, sizeof back));
+        for (size_t i = 0; i < sizeof back; i += 512)
+            ASSERT_EQ(back[i], i / job.per_core + 1);
+    }
+    hg_device_close(dev);
+}
+
+TEST(open_close_many_times)
+{
+    for (int i = 0; i < 40; i++) {
+        hg_device *dev = open_dev(i % 2 ? "sim:cores=3" : "sim:cube=1,vector=1");
+        ASSERT(dev != NULL);
+        core_log log = {.ncores = 3};
+        if (i % 4 == 0)
+            device_run_cores(dev, count_call, &log);
+        hg_device_close(dev);
+    }
+}
+
+/* -------------------------------------------------------------- link model */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+TEST(link_model_copies_take_at_least_modeled_time)
+{
+    /* 1 MiB at 0.5 GB/s: at least 2.097 ms each way.  A lower bound only. */
+    hg_device *dev = open_dev("sim:cores=1,link_gbps=0.5");
+    ASSERT(dev != NULL);
+    ASSERT_STR_EQ(hg_device_spec(dev), "sim:cores=1,link_gbps=0.5");
+    size_t bytes = 1u << 20;
+    uint64_t floor_ns = (uint64_t)((double)bytes / 0.5);
+    unsigned char *host = calloc(1, bytes);
+    ASSERT(host != NULL);
+    hg_devaddr a;
+    ASSERT_OK(hg_devbuf_malloc(dev, bytes, &a));
+    uint64_t t0 = now_ns();
+    ASSERT_OK(hg_devbuf_copy_to(dev, a, host, bytes));
+    uint64_t t1 = now_ns();
+    ASSERT_OK(hg_devbuf_copy_from(dev, host, a, bytes));
+    uint64_t t2 = now_ns();
+    free(host);
+    ASSERT_UGE(t1 - t0, floor_ns);
+    ASSERT_UGE(t2 - t1, floor_ns);
+    hg_device_close(dev);
+}
+
+int main(void)
+{
+    return RUN_TESTS();
+}

@@ -1,0 +1,260 @@
+/*
+ * stage_test.c: the bind plan and the retained buffer: classification,
+ * 1024-byte slicing, grow-only reuse, checked sizes near SIZE_MAX (failing
+ * before any allocation), release kinds, and the named errors of bad args.
+ */
+#include <stdint.h>
+
+#include "stage/stage.h"
+#include "testlib.h"
+
+static hg_device *open_sim(void)
+{
+    hg_device *dev = NULL;
+    if (hg_device_open("sim:cores=1", &dev, NULL, 0) != 0)
+        return NULL;
+    return dev;
+}
+
+static uint64_t live_bytes(hg_device *dev)
+{
+    hg_device_counters c;
+    hg_device_counters_get(dev, &c);
+    return c.live_bytes;
+}
+
+static uint64_t allocs(hg_device *dev)
+{
+    hg_device_counters c;
+    hg_device_counters_get(dev, &c);
+    return c.allocs;
+}
+
+static hg_arg u8_arg(const char *name, hg_dir dir, hg_hostbuf *hb, size_t n)
+{
+    hg_arg a = {name, dir, {0}, 0};
+    size_t shape[1] = {n};
+    hg_tensor_host(&a.tensor, hb, HG_U8, 1, shape);
+    return a;
+}
+
+TEST(slices_are_1024_aligned_and_sized_exactly)
+{
+    hg_device *dev = open_sim();
+    ASSERT(dev != NULL);
+    hg_hostbuf *a, *b, *c;
+    ASSERT_OK(hg_hostbuf_create(1, &a));
+    ASSERT_OK(hg_hostbuf_create(1025, &b));
+    ASSERT_OK(hg_hostbuf_create(3, &c));
+    hg_arg args[3] = {u8_arg("a", HG_IN, a, 1), u8_arg("b", HG_OUT, b, 1025),
+                      u8_arg("c", HG_INOUT, c, 3)};
+    stage_plan p;
+    stage_plan_init(&p);
+    hg_err e;
+    ASSERT_OK(stage_plan_build(&p, dev, args, 3, &e));
+    ASSERT_UEQ(p.args[0].slice_offset, 0);
+    ASSERT_UEQ(p.args[1].slice_offset, 1024);
+    ASSERT_UEQ(p.args[2].slice_offset, 3072);
+    ASSERT_UEQ(p.required, 4096);
+    ASSERT(p.args[0].upload && !p.args[0].copy_back);
+    ASSERT(!p.args[1].upload && p.args[1].copy_back); /* pure OUT is not copied in */
+    ASSERT(p.args[2].upload && p.args[2].copy_back);
+    ASSERT_EQ(p.args[1].release, RELEASE_RETAINED_SLICE);
+    ASSERT_UEQ(allocs(dev), 0); /* planning allocates nothing */
+    stage_plan_free(&p);
+    hg_hostbuf_destroy(a);
+    hg_hostbuf_destroy(b);
+    hg_hostbuf_destroy(c);
+    hg_device_close(dev);
+}
+
+TEST(retained_buffer_grows_and_never_shrinks)
+{
+    hg_device *dev = open_sim();
+    ASSERT(dev != NULL);
+    stage_retained r = {0, 0};
+    hg_err e;
+    ASSERT_OK(stage_retained_reserve(&r, dev, 5000, &e));
+    ASSERT_UEQ(r.capacity, 5000);
+    ASSERT_UEQ(allocs(dev), 1);
+    ASSERT_OK(stage_retained_reserve(&r, dev, 3000, &e)); /* smaller: kept */
+    ASSERT_UEQ(r.capacity, 5000);
+    ASSERT_UEQ(allocs(dev), 1);
+    ASSERT_OK(stage_retained_reserve(&r, dev, 9000, &e)); /* larger: free old, take new */
+    ASSERT_UEQ(r.capacity, 9000);
+    ASSERT_UEQ(allocs(dev), 2);
+    ASSERT_UEQ(live_bytes(dev), 9000);
+    ASSERT_OK(hg_device_inject_fault(dev, HG_FAULT_ALLOC, 1));
+    ASSERT_EQ(stage_retained_reserve(&r, dev, 20000, &e), HG_EDEVMEM);
+    ASSERT_UEQ(r.capacity, 0); /* the failed growth leaves no stale capacity */
+    ASSERT_UEQ(live_bytes(dev), 0);
+    ASSERT_OK(stage_retained_reserve(&r, dev, 20000, &e));
+    stage_retained_free(&r, dev);
+    ASSERT_UEQ(live_bytes(dev), 0);
+    hg_device_close(dev);
+}
+
+TEST(impossible_sizes_fail_before_any_allocation)
+{
+    hg_device *dev = open_sim();
+    ASSERT(dev != NULL);
+    /* A host buffer that claims SIZE_MAX bytes: planning must never touch it. */
+    static char byte;
+    hg_hostbuf *huge;
+    ASSERT_OK(hg_hostbuf_wrap(&byte, SIZE_MAX, &huge));
+    stage_plan p;
+    stage_plan_init(&p);
+    hg_err e;
+
+    /* Two slices whose sum overflows. */
+    hg_arg two[2] = {u8_arg("x", HG_IN, huge, SIZE_MAX / 2 + 1), u8_arg("y", HG_IN, huge, 0)};
+    two[1].tensor.offset = SIZE_MAX / 2 + 1;
+    two[1].tensor.shape[0] = SIZE_MAX / 2 - 1;
+    ASSERT_EQ(stage_plan_build(&p, dev, two, 2, &e), HG_EOVERFLOW);
+    ASSERT_STR_CONTAINS(e.msg, "arg 'y'");
+
+    /* One slice whose 1024-byte alignment overflows. */
+    hg_arg one = u8_arg("z", HG_IN, huge, SIZE_MAX - 10);
+    ASSERT_EQ(stage_plan_build(&p, dev, &one, 1, &e), HG_EOVERFLOW);
+    ASSERT_STR_CONTAINS(e.msg, "arg 'z'");
+
+    /* A shape whose byte extent overflows. */
+    hg_arg wide = u8_arg("w", HG_IN, huge, 1);
+    wide.tensor.dtype = HG_F32;
+    wide.tensor.shape[0] = SIZE_MAX / 2;
+    ASSERT_EQ(stage_plan_build(&p, dev, &wide, 1, &e), HG_EOVERFLOW);
+
+    ASSERT_UEQ(allocs(dev), 0);
+    stage_plan_free(&p);
+    hg_hostbuf_destroy(huge);
+    hg_device_close(dev);
+}
+
+TEST(bad_args_get_named_errors)
+{
+    hg_device *dev = open_sim();
+    ASSERT(dev != NULL);
+    hg_hostbuf *hb;
+    ASSERT_OK(hg_hostbuf_create(100, &hb));
+    stage_plan p;
+    stage_plan_init(&p);
+    hg_err e;
+
+    hg_arg past = u8_arg("k_cache", HG_IN, hb, 101);
+    ASSERT_EQ(stage_plan_build(&p, dev, &past, 1, &e), HG_ERANGE);
+    ASSERT_STR_CONTAINS(e.msg, "arg 'k_cache': view ends at byte 101, buffer has 100");
+
+    hg_arg noname = u8_arg("", HG_IN, hb, 1);
+    ASSERT_EQ(stage_plan_build(&p, dev, &noname, 1, &e), HG_EINVAL);
+
+    hg_arg dup[2] = {u8_arg("a", HG_IN, hb, 1), u8_arg("a", HG_IN, hb, 1)};
+    ASSERT_EQ(stage_plan_build(&p, dev, dup, 2, &e), HG_EINVAL);
+    ASSERT_STR_CONTAINS(e.msg, "'a'");
+
+    hg_arg both = u8_arg("both", HG_IN, hb, 1);
+    both.tensor.device = 0x1000;
+    ASSERT_EQ(stage_plan_build(&p, dev, &both, 1, &e), HG_EINVAL);
+    ASSERT_STR_CONTAINS(e.msg, "arg 'both'");
+
+    hg_arg alias[2] = {u8_arg("in", HG_IN, hb, 50), u8_arg("out", HG_OUT, hb, 10)};
+    ASSERT_EQ(stage_plan_build(&p, dev, alias, 2, &e), HG_EINVAL);
+    ASSERT_STR_CONTAINS(e.msg, "'in' and 'out' overlap");
+    alias[1].dir = HG_IN; /* two readers of one buffer are fine */
+    ASSERT_OK(stage_plan_build(&p, dev, alias, 2, &e));
+
+    hg_arg dangling = {"dangling", HG_IN, {0}, 0};
+    size_t shape[1] = {4};
+    ASSERT_OK(hg_tensor_device(&dangling.tensor, 0xD0000000DEAD0000ull, HG_F32, 1, shape));
+    ASSERT_EQ(stage_plan_build(&p, dev, &dangling, 1, &e), HG_ERANGE);
+    ASSERT_STR_CONTAINS(e.msg, "arg 'dangling'");
+
+    stage_plan_free(&p);
+    hg_hostbuf_destroy(hb);
+    hg_device_close(dev);
+}
+
+TEST(arg_limits_are_enforced_with_a_named_error)
+{
+    hg_device *dev = open_sim();
+    ASSERT(dev != NULL);
+    enum { N = HG_MAX_TENSOR_ARGS + 1 };
+    static hg_arg args[N];
+    static char names[N][16];
+    for (int i = 0; i < N; i++) {
+        snprintf(names[i], sizeof names[i], "s%d", i);
+        args[i].name = names[i];
+        args[i].dir = HG_SCALAR;
+    }
+    stage_plan p;
+    stage_plan_init(&p);
+    hg_err e;
+    ASSERT_OK(stage_plan_build(&p, dev, args, HG_MAX_SCALAR_ARGS, &e));
+    ASSERT_EQ(stage_plan_build(&p, dev, args, HG_MAX_SCALAR_ARGS + 1, &e), HG_ELIMIT);
+    ASSERT_STR_CONTAINS(e.msg, "scalar");
+
+    hg_hostbuf *hb;
+    ASSERT_OK(hg_hostbuf_create(8, &hb));
+    for (int i = 0; i < N; i++)
+        args[i] = u8_arg(names[i], HG_IN, hb, 8);
+    ASSERT_OK(stage_plan_build(&p, dev, args, HG_MAX_TENSOR_ARGS, &e));
+    ASSERT_EQ(stage_plan_build(&p, dev, args, N, &e), HG_ELIMIT);
+    ASSERT_STR_CONTAINS(e.msg, "tensor");
+    stage_plan_free(&p);
+    hg_hostbuf_destroy(hb);
+    hg_device_close(dev);
+}
+
+TEST(release_frees_run_owned_memory_only)
+{
+    hg_device *dev = open_sim();
+    ASSERT(dev != NULL);
+    hg_hostbuf *hb, *empty;
+    ASSERT_OK(hg_hostbuf_create(64, &hb));
+    ASSERT_OK(hg_hostbuf_create(0, &empty));
+    hg_devaddr user;
+    ASSERT_OK(hg_devbuf_malloc(dev, 256, &user));
+    hg_arg args[4] = {u8_arg("host", HG_IN, hb, 64), u8_arg("zero", HG_IN, empty, 0),
+                      {"dev", HG_IN, {0}, 0}, {"scalar", HG_SCALAR, {0}, 7}};
+    size_t shape[1] = {256};
+    ASSERT_OK(hg_tensor_device(&args[2].tensor, user, HG_U8, 1, shape));
+
+    stage_plan p;
+    stage_plan_init(&p);
+    stage_retained r = {0, 0};
+    hg_err e;
+    ASSERT_OK(stage_plan_build(&p, dev, args, 4, &e));
+    ASSERT_EQ(p.args[0].kind, STAGE_SLICE);
+    ASSERT_EQ(p.args[1].kind, STAGE_ZERO);
+    ASSERT_EQ(p.args[1].release, RELEASE_NONE);
+    ASSERT_EQ(p.args[2].kind, STAGE_DEVICE_VIEW);
+    ASSERT_EQ(p.args[2].release, RELEASE_USER_OWNED);
+    ASSERT_UEQ(p.args[2].dev_region, user);
+    ASSERT_EQ(p.args[3].kind, STAGE_SCALAR);
+    ASSERT_UEQ(p.required, 1024); /* only the host arg takes a slice */
+    ASSERT_OK(stage_retained_reserve(&r, dev, p.required, &e));
+    ASSERT_OK(stage_upload(&p, dev, &r, &e));
+
+    uint32_t idx;
+    hg_tensor view;
+    size_t sshape[2] = {4, 4};
+    ASSERT_OK(stage_add_scratch(&p, dev, "tmp", HG_F32, 2, sshape, &idx, &view, &e));
+    ASSERT_EQ(idx, 4);
+    ASSERT_EQ(p.args[idx].release, RELEASE_RUN_OWNED);
+    ASSERT_UEQ(live_bytes(dev), 256 + 1024 + 64);
+
+    stage_release(&p, dev);
+    ASSERT_UEQ(live_bytes(dev), 256 + 1024); /* user-owned and retained stay */
+    ASSERT_EQ(p.nall, 4);
+    stage_retained_free(&r, dev);
+    ASSERT_OK(hg_devbuf_free(dev, user)); /* still the user's to free */
+    ASSERT_UEQ(live_bytes(dev), 0);
+    stage_plan_free(&p);
+    hg_hostbuf_destroy(hb);
+    hg_hostbuf_destroy(empty);
+    hg_device_close(dev);
+}
+
+int main(void)
+{
+    return RUN_TESTS();
+}
