@@ -15,6 +15,7 @@
  * matches bit for bit whatever the summation order.
  */
 #include "scene/scene.h"
+#include "tensor/checked.h"
 
 enum { P_TILES, P_TILE, P_KTILES };
 
@@ -72,23 +73,48 @@ static int add_kernel(const hg_kernel_ctx *ctx)
 static const hg_kernel gemm = {"gemm", gemm_kernel, HG_CORE_CUBE};
 static const hg_kernel add = {"add", add_kernel, HG_CORE_VECTOR};
 
-/* The config must describe exactly the A, B and C the run was given. */
-static bool config_fits(const int64_t *cfg, const hg_arg *const *args)
+/* The grid the config describes, in elements and tiles. */
+typedef struct bgemm_grid {
+    size_t tile, gm, gn, gk;
+    size_t rows_m, cols_n, depth_k; /* gm * tile, gn * tile, gk * tile */
+    size_t product_rows;            /* gm * gn * gk * tile */
+} bgemm_grid;
+
+/* Reads the config (i64[CFG_LEN]) into g, with checked products: the config
+ * is data, so a bad one must fail the run, never wrap around. */
+static bool config_read(const hg_tensor *cfg_tensor, const int64_t *cfg, bgemm_grid *g)
 {
+    if (cfg_tensor->dtype != HG_I64 || cfg_tensor->ndims != 1 || cfg_tensor->shape[0] != CFG_LEN)
+        return false;
     for (int i = 0; i < CFG_LEN; i++) {
         if (cfg[i] < 1)
             return false;
     }
-    size_t t = (size_t)cfg[CFG_TILE], gm = (size_t)cfg[CFG_GM], gn = (size_t)cfg[CFG_GN];
-    size_t gk = (size_t)cfg[CFG_GK];
-    const hg_tensor *a = &args[0]->tensor, *b = &args[1]->tensor, *c = &args[2]->tensor;
-    return a->ndims == 2 && b->ndims == 2 && c->ndims == 2 && a->shape[0] == gm * t &&
-           a->shape[1] == gk * t && b->shape[0] == gk * t && b->shape[1] == gn * t &&
-           c->shape[0] == gm * t && c->shape[1] == gn * t;
+    g->tile = (size_t)cfg[CFG_TILE];
+    g->gm = (size_t)cfg[CFG_GM];
+    g->gn = (size_t)cfg[CFG_GN];
+    g->gk = (size_t)cfg[CFG_GK];
+    size_t mn;
+    return ck_mul(g->gm, g->tile, &g->rows_m) && ck_mul(g->gn, g->tile, &g->cols_n) &&
+           ck_mul(g->gk, g->tile, &g->depth_k) && ck_mul(g->gm, g->gn, &mn) &&
+           ck_mul(mn, g->depth_k, &g->product_rows);
+}
+
+static bool is_matrix(const hg_tensor *t, size_t rows, size_t cols)
+{
+    return t->ndims == 2 && t->shape[0] == rows && t->shape[1] == cols;
+}
+
+/* The config must describe exactly the A, B and C the run was given. */
+static bool config_fits(const bgemm_grid *g, const hg_arg *const *args)
+{
+    return is_matrix(&args[0]->tensor, g->rows_m, g->depth_k) &&
+           is_matrix(&args[1]->tensor, g->depth_k, g->cols_n) &&
+           is_matrix(&args[2]->tensor, g->rows_m, g->cols_n);
 }
 
 typedef struct bgemm_layout {
-    uint32_t idx[3];        /* arg indices of A, B, C */
+    uint32_t idx[3]; /* arg indices of A, B, C */
     const hg_arg *args[3];
     uint32_t products;      /* scratch arg index */
     hg_tensor product_view; /* (gm*gn*gk*tile) x tile */
@@ -100,8 +126,8 @@ typedef struct bgemm_layout {
 static int submit_pair(hg_orch *o, const bgemm_layout *l, size_t i, size_t j, size_t k, size_t p)
 {
     size_t t = l->tile;
-    hg_task_arg ga[3] = {{l->idx[0], HG_IN, {0}}, {l->idx[1], HG_IN, {0}},
-                         {l->products, HG_OUT, {0}}};
+    hg_task_arg ga[3] = {
+        {l->idx[0], HG_IN, {0}}, {l->idx[1], HG_IN, {0}}, {l->products, HG_OUT, {0}}};
     hg_task_arg aa[2] = {{l->products, HG_IN, {0}}, {l->idx[2], HG_INOUT, {0}}};
     int rc;
     if ((rc = scene_tile_2d(&l->args[0]->tensor, i * t, k * t, t, t, &ga[0].view)) != 0 ||
@@ -127,37 +153,39 @@ static int bgemm_orchestrate(hg_orch *o, void *user)
     int rc = scene_orch_lookup(o, names, 4, idx, args);
     if (rc != 0 || (rc = hg_orch_host_view(o, idx[3], &host)) != 0)
         return rc;
-    const int64_t *cfg = host;
-    if (args[3]->tensor.shape[0] != CFG_LEN || !config_fits(cfg, args))
+    bgemm_grid g;
+    if (!config_read(&args[3]->tensor, host, &g) || !config_fits(&g, args))
         return HG_EINVAL;
-    size_t t = (size_t)cfg[CFG_TILE], gm = (size_t)cfg[CFG_GM], gn = (size_t)cfg[CFG_GN];
-    size_t gk = (size_t)cfg[CFG_GK];
-    size_t shape[2] = {gm * gn * gk * t, t};
+    size_t shape[2] = {g.product_rows, g.tile};
     for (int a = 0; a < 3; a++) {
         l.idx[a] = idx[a];
         l.args[a] = args[a];
     }
-    l.tile = t;
+    l.tile = g.tile;
     rc = hg_orch_scratch(o, "products", HG_F32, 2, shape, &l.products, &l.product_view);
-    for (size_t i = 0; rc == 0 && i < gm; i++) {
-        for (size_t j = 0; rc == 0 && j < gn; j++) {
-            for (size_t k = 0; rc == 0 && k < gk; k++)
-                rc = submit_pair(o, &l, i, j, k, (i * gn + j) * gk + k);
+    for (size_t i = 0; rc == 0 && i < g.gm; i++) {
+        for (size_t j = 0; rc == 0 && j < g.gn; j++) {
+            for (size_t k = 0; rc == 0 && k < g.gk; k++)
+                rc = submit_pair(o, &l, i, j, k, (i * g.gn + j) * g.gk + k);
         }
     }
     return rc;
 }
 
-/* golden = C0 + A x B, in double. */
+/* golden = C0 + A x B, in double.  Row by row in i-k-j order so B streams
+ * through the cache; each golden row accumulates in double from C0. */
 static void bgemm_golden(const float *a, const float *b, const float *c0, size_t m, size_t n,
                          size_t k, double *golden)
 {
     for (size_t r = 0; r < m; r++) {
-        for (size_t col = 0; col < n; col++) {
-            double sum = c0[r * n + col];
-            for (size_t kk = 0; kk < k; kk++)
-                sum += (double)a[r * k + kk] * (double)b[kk * n + col];
-            golden[r * n + col] = sum;
+        double *grow = golden + r * n;
+        for (size_t col = 0; col < n; col++)
+            grow[col] = c0[r * n + col];
+        for (size_t kk = 0; kk < k; kk++) {
+            double av = a[r * k + kk];
+            const float *brow = b + kk * n;
+            for (size_t col = 0; col < n; col++)
+                grow[col] += av * (double)brow[col];
         }
     }
 }
@@ -193,7 +221,8 @@ static int bgemm_make(const int64_t *params, scene_case *c, hg_err *err)
 
 const scene scene_bgemm = {
     .name = "bgemm",
-    .description = "C += A x B over a grid of f32 tiles: GEMM tasks (cube) feeding ADD tasks (vector)",
+    .description =
+        "C += A x B over a grid of f32 tiles: GEMM tasks (cube) feeding ADD tasks (vector)",
     .params = bgemm_params,
     .nparams = sizeof bgemm_params / sizeof bgemm_params[0],
     .make = bgemm_make,

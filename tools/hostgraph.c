@@ -16,7 +16,8 @@
 static const char usage_text[] =
     "usage: hostgraph list\n"
     "       hostgraph run SCENE [--rounds N] [--residency off] [--skip-golden]\n"
-    "                 [--param KEY=VALUE]... [--device SPEC] [--json FILE] [--trace FILE] [--quiet]\n"
+    "                 [--param KEY=VALUE]... [--device SPEC] [--json FILE] [--trace FILE] "
+    "[--quiet]\n"
     "       hostgraph --help | --version\n";
 
 static const char run_help_text[] =
@@ -88,7 +89,7 @@ static bool parse_rounds(const char *text, uint32_t *out)
     char *end = NULL;
     errno = 0;
     long long v = strtoll(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || v < 1 || v > 1000000)
+    if (errno != 0 || end == text || *end != '\0' || v < 1 || v > 100000)
         return false;
     *out = (uint32_t)v;
     return true;
@@ -100,7 +101,7 @@ static int apply_value_flag(run_args *ra, const char *flag, const char *value)
     scene_run_opts *o = &ra->opts;
     if (strcmp(flag, "--rounds") == 0) {
         if (!parse_rounds(value, &o->rounds))
-            return usage_error("--rounds wants an integer from 1 to 1000000, not '%s'", value);
+            return usage_error("--rounds wants an integer from 1 to 100000, not '%s'", value);
     } else if (strcmp(flag, "--residency") == 0) {
         if (scene_residency_parse(value, &o->residency) != 0)
             return usage_error("--residency '%s': only 'off' is supported", value);

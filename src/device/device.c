@@ -296,7 +296,7 @@ int hg_device_open(const char *spec, hg_device **out, char *errbuf, size_t errle
     if (spec == NULL)
         return spec_fail(&p, "no spec given");
     device_config cfg = {0};
-    const device_ops *ops;
+    const device_ops *ops = NULL;
     int rc = spec_parse_all(&p, &cfg, &ops);
     if (rc != 0)
         return rc;

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "device/backend.h"
 
 #define SIM_BASE   0xD000000000000000ull /* non-canonical on x86-64 */
@@ -210,13 +211,6 @@ static int sim_free(void *state, hg_devaddr addr, size_t *bytes)
 
 /* ------------------------------------------------------------------ copies */
 
-static uint64_t sim_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Sleeps until `start_ns + bytes / link` has passed: the modeled copy time is
  * a floor, never a ceiling. */
 static void sim_link_wait(const sim *s, uint64_t start_ns, size_t bytes)
@@ -235,7 +229,7 @@ static void sim_link_wait(const sim *s, uint64_t start_ns, size_t bytes)
  * from `from_host` when it is not NULL, else into `to_host`. */
 static int sim_copy(sim *s, hg_devaddr addr, size_t bytes, const void *from_host, void *to_host)
 {
-    uint64_t start = sim_now_ns();
+    uint64_t start = clock_now_ns();
     int rc = HG_ERANGE;
     pthread_rwlock_rdlock(&s->table_lock);
     const sim_alloc *e = sim_lookup(s, addr, bytes);
@@ -243,7 +237,7 @@ static int sim_copy(sim *s, hg_devaddr addr, size_t bytes, const void *from_host
         unsigned char *dev = e->backing + (addr - e->addr);
         if (from_host != NULL)
             memcpy(dev, from_host, bytes);
-        else
+        else if (to_host != NULL)
             memcpy(to_host, dev, bytes);
         rc = 0;
     }

@@ -109,8 +109,8 @@ static int grow_edges(graph *g, uint64_t need)
 /* Room for `extra` more region records (and the in-order list of all). */
 static int reserve_regions(graph *g, graph_map *m, uint32_t extra)
 {
-    int rc = grow(&g->regions, &g->cap_regions, (uint64_t)g->nregions + extra,
-                  sizeof(graph_region));
+    int rc =
+        grow(&g->regions, &g->cap_regions, (uint64_t)g->nregions + extra, sizeof(graph_region));
     if (rc == 0)
         rc = grow(&m->order, &m->cap_order, g->cap_regions, sizeof(uint32_t));
     return rc;
@@ -147,8 +147,8 @@ static uint32_t rng_next(graph_map *m)
 }
 
 /* A new record; the caller reserved room for it. */
-static uint32_t region_new(graph *g, graph_map *m, hg_devaddr lo, hg_devaddr hi,
-                           uint32_t writer, uint32_t readers)
+static uint32_t region_new(graph *g, graph_map *m, hg_devaddr lo, hg_devaddr hi, uint32_t writer,
+                           uint32_t readers)
 {
     uint32_t i = m->free_list;
     if (i != NONE)
@@ -344,7 +344,8 @@ static int map_read(graph *g, graph_map *m, const graph_targ *a, uint32_t task)
     for (uint32_t i = 0; i <= n; i++) {
         hg_devaddr next = i < n ? g->regions[m->order[i]].lo : a->hi;
         if (at < next)
-            built = map_merge(g, built, region_new(g, m, at, next, NONE, reader_push(m, task, NONE)));
+            built =
+                map_merge(g, built, region_new(g, m, at, next, NONE, reader_push(m, task, NONE)));
         if (i == n)
             break;
         graph_region *r = &g->regions[m->order[i]];
@@ -359,8 +360,7 @@ static int map_read(graph *g, graph_map *m, const graph_targ *a, uint32_t task)
 
 /* Applies the task's accesses: reads first, so that its own writes then
  * replace the records where it both reads and writes. */
-static int map_update(graph *g, graph_map *m, const graph_targ *args, uint32_t nargs,
-                      uint32_t task)
+static int map_update(graph *g, graph_map *m, const graph_targ *args, uint32_t nargs, uint32_t task)
 {
     for (int pass = 0; pass < 2; pass++) {
         for (uint32_t i = 0; i < nargs; i++) {
@@ -443,8 +443,8 @@ static int check_task(const graph *g, const graph_targ *args, uint32_t nargs,
         return err_set(e, HG_ELIMIT, "task %u: the graph is full", id);
     for (uint32_t i = 0; i < nargs; i++) {
         if (args[i].lo > args[i].hi)
-            return err_set(e, HG_EINVAL, "task %u: arg %u: extent [0x%llx, 0x%llx) is reversed",
-                           id, i, (unsigned long long)args[i].lo, (unsigned long long)args[i].hi);
+            return err_set(e, HG_EINVAL, "task %u: arg %u: extent [0x%llx, 0x%llx) is reversed", id,
+                           i, (unsigned long long)args[i].lo, (unsigned long long)args[i].hi);
         if (!args[i].read && !args[i].write)
             return err_set(e, HG_EINVAL, "task %u: arg %u is neither read nor written", id, i);
     }
@@ -460,8 +460,7 @@ static int reserve_task(graph *g, graph_map *m, uint32_t nargs, uint32_t nscalar
     if (rc == 0)
         rc = grow(&g->targs, &g->cap_targs, (uint64_t)g->ntargs + nargs, sizeof(graph_targ));
     if (rc == 0)
-        rc = grow(&g->scalars, &g->cap_scalars, (uint64_t)g->nscalars + nscalars,
-                  sizeof(uint64_t));
+        rc = grow(&g->scalars, &g->cap_scalars, (uint64_t)g->nscalars + nscalars, sizeof(uint64_t));
     if (rc == 0) {
         uint32_t old = m->cap_seen;
         rc = grow(&m->seen, &m->cap_seen, (uint64_t)g->ntasks + 1, sizeof(uint32_t));

@@ -1,7 +1,8 @@
 /*
  * common.c: what every scene shares: deterministic input contents, tile
- * views, and finding the run's args by name inside an orchestration.  Values depend only on (seed, index), never on rand() or the
- * platform, so every machine builds the same case and the same golden.
+ * views, and finding the run's args by name inside an orchestration.  Values depend only on (seed,
+ * index), never on rand() or the platform, so every machine builds the same case and the same
+ * golden.
  */
 #include "scene/scene.h"
 

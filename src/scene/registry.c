@@ -74,8 +74,8 @@ int scene_param_set(const scene *s, int64_t *params, const char *key_value, hg_e
     size_t keylen = (size_t)(eq - key_value);
     int i = param_index(s, key_value, keylen);
     if (i < 0)
-        return err_set(err, HG_ENOTFOUND, "scene '%s' has no param '%.*s'", s->name,
-                       (int)keylen, key_value);
+        return err_set(err, HG_ENOTFOUND, "scene '%s' has no param '%.*s'", s->name, (int)keylen,
+                       key_value);
     const scene_param *p = &s->params[i];
     int64_t v;
     if (!parse_int64(eq + 1, &v))
@@ -167,8 +167,8 @@ void *scene_case_data(const scene_case *c, uint32_t arg)
     return hg_hostbuf_data(c->args[arg].tensor.host);
 }
 
-int scene_case_add_check(scene_case *c, uint32_t arg, double rtol, double atol,
-                         double **golden, hg_err *err)
+int scene_case_add_check(scene_case *c, uint32_t arg, double rtol, double atol, double **golden,
+                         hg_err *err)
 {
     const hg_arg *a = &c->args[arg];
     if (c->nchecks == SCENE_MAX_CHECKS)

@@ -27,7 +27,8 @@ void scene_report_summarize(scene_report *r)
 /* Left-aligned columns as wide as their headers, two spaces apart. */
 void scene_report_print_header(FILE *f)
 {
-    fprintf(f, "round  wall_ms  bind_ms  orch_ms  exec_ms  back_ms  h2d_bytes  d2h_bytes  golden\n");
+    fprintf(f,
+            "round  wall_ms  bind_ms  orch_ms  exec_ms  back_ms  h2d_bytes  d2h_bytes  golden\n");
 }
 
 void scene_report_print_row(FILE *f, uint32_t round, const scene_round *sr)

@@ -18,13 +18,13 @@ typedef struct scene_round {
 typedef struct scene_report {
     const scene *scene;
     const int64_t *params;
-    const char *device;   /* the device's normalized spec */
+    const char *device; /* the device's normalized spec */
     scene_residency residency;
     const scene_round *rounds;
-    uint32_t nrounds;     /* rounds completed */
-    double first_ms;      /* round 1's wall time */
-    double later_avg_ms;  /* mean wall time of rounds 2..N; 0 with one round */
-    double overall_ms;    /* the whole command, start to report */
+    uint32_t nrounds;    /* rounds completed */
+    double first_ms;     /* round 1's wall time */
+    double later_avg_ms; /* mean wall time of rounds 2..N; 0 with one round */
+    double overall_ms;   /* the whole command, start to report */
 } scene_report;
 
 /* Fills first_ms and later_avg_ms from the rounds. */

@@ -142,8 +142,12 @@ static int finish(const scene_run_opts *o, hg_device *dev, const round_loop *l, 
         fprintf(o->err, "hostgraph: cannot write trace '%s'\n", o->trace_path);
         return SCENE_EXIT_RUNTIME;
     }
-    scene_report rep = {.scene = o->scene, .params = o->params, .device = hg_device_spec(dev),
-                        .residency = o->residency, .rounds = l->rounds, .nrounds = l->done};
+    scene_report rep = {.scene = o->scene,
+                        .params = o->params,
+                        .device = hg_device_spec(dev),
+                        .residency = o->residency,
+                        .rounds = l->rounds,
+                        .nrounds = l->done};
     scene_report_summarize(&rep);
     rep.overall_ms = (double)(clock_now_ns() - o->start_ns) / 1e6;
     scene_report_print_summary(o->out, &rep);

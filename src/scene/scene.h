@@ -22,7 +22,7 @@
 #include "hostgraph.h"
 
 #define SCENE_MAX_PARAMS 8
-#define SCENE_MAX_ARGS 16
+#define SCENE_MAX_ARGS   16
 #define SCENE_MAX_CHECKS 8
 
 typedef struct scene_param {
@@ -101,8 +101,8 @@ int scene_case_add_scalar(scene_case *c, const char *name, uint64_t value, hg_er
 void *scene_case_data(const scene_case *c, uint32_t arg);
 /* Declares arg `arg` checked and returns its zeroed golden array in *golden
  * (one double per element) for make() to fill. */
-int scene_case_add_check(scene_case *c, uint32_t arg, double rtol, double atol,
-                         double **golden, hg_err *err);
+int scene_case_add_check(scene_case *c, uint32_t arg, double rtol, double atol, double **golden,
+                         hg_err *err);
 
 /* Fills arg `arg` with deterministic values: element i is
  * (h(seed, i) mod (2*span+1) - span) * scale, h a fixed integer hash.  Small
@@ -124,7 +124,7 @@ typedef struct scene_check_result {
     bool pass;
     const char *output; /* the first failing output's arg name, else the last checked */
     double max_abs_err, max_rel_err; /* of that output */
-    size_t first_bad;               /* first mismatching element; SIZE_MAX if none */
+    size_t first_bad;                /* first mismatching element; SIZE_MAX if none */
 } scene_check_result;
 
 /* Compares every checked output with its golden.  Returns res->pass.  A NaN
@@ -149,17 +149,17 @@ typedef void (*scene_round_fn)(void *user, uint32_t round, const scene_case *c,
 typedef struct scene_run_opts {
     const scene *scene;
     int64_t params[SCENE_MAX_PARAMS];
-    uint32_t rounds;             /* >= 1 */
+    uint32_t rounds; /* >= 1 */
     scene_residency residency;
     bool skip_golden;
-    const char *device_spec;     /* NULL: "sim" */
-    const char *json_path;       /* NULL: no JSON report */
-    const char *trace_path;      /* NULL: no trace */
-    bool quiet;                  /* print only the summary */
-    uint64_t start_ns;           /* when the command started (overall_ms) */
-    FILE *out;                   /* table and summary */
-    FILE *err;                   /* error lines */
-    scene_round_fn on_round;     /* NULL: none */
+    const char *device_spec; /* NULL: "sim" */
+    const char *json_path;   /* NULL: no JSON report */
+    const char *trace_path;  /* NULL: no trace */
+    bool quiet;              /* print only the summary */
+    uint64_t start_ns;       /* when the command started (overall_ms) */
+    FILE *out;               /* table and summary */
+    FILE *err;               /* error lines */
+    scene_round_fn on_round; /* NULL: none */
     void *on_round_user;
 } scene_run_opts;
 

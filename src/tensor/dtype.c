@@ -17,10 +17,9 @@ static const struct {
     size_t size;
     const char *name;
 } dtype_info[HG_DTYPE_COUNT] = {
-    [HG_F32] = {4, "f32"}, [HG_F16] = {2, "f16"}, [HG_BF16] = {2, "bf16"},
-    [HG_F64] = {8, "f64"}, [HG_I8] = {1, "i8"},   [HG_U8] = {1, "u8"},
-    [HG_I16] = {2, "i16"}, [HG_I32] = {4, "i32"}, [HG_I64] = {8, "i64"},
-    [HG_U64] = {8, "u64"}, [HG_BOOL] = {1, "bool"},
+    [HG_F32] = {4, "f32"}, [HG_F16] = {2, "f16"}, [HG_BF16] = {2, "bf16"}, [HG_F64] = {8, "f64"},
+    [HG_I8] = {1, "i8"},   [HG_U8] = {1, "u8"},   [HG_I16] = {2, "i16"},   [HG_I32] = {4, "i32"},
+    [HG_I64] = {8, "i64"}, [HG_U64] = {8, "u64"}, [HG_BOOL] = {1, "bool"},
 };
 
 /* The cast goes through unsigned so a negative enum value is rejected too. */
@@ -139,18 +138,30 @@ double hg_dtype_load(hg_dtype dtype, const void *base, size_t i)
         return 0.0;
     memcpy(&v, p, hg_dtype_size(dtype)); /* no alignment assumed */
     switch (dtype) {
-    case HG_F32: return v.f32;
-    case HG_F16: return hg_f16_to_f32(v.u16);
-    case HG_BF16: return hg_bf16_to_f32(v.u16);
-    case HG_F64: return v.f64;
-    case HG_I8: return v.i8;
-    case HG_U8: return v.u8;
-    case HG_I16: return v.i16;
-    case HG_I32: return v.i32;
-    case HG_I64: return (double)v.i64;
-    case HG_U64: return (double)v.u64;
-    case HG_BOOL: return v.u8 != 0;
-    default: return 0.0;
+    case HG_F32:
+        return v.f32;
+    case HG_F16:
+        return hg_f16_to_f32(v.u16);
+    case HG_BF16:
+        return hg_bf16_to_f32(v.u16);
+    case HG_F64:
+        return v.f64;
+    case HG_I8:
+        return v.i8;
+    case HG_U8:
+        return v.u8;
+    case HG_I16:
+        return v.i16;
+    case HG_I32:
+        return v.i32;
+    case HG_I64:
+        return (double)v.i64;
+    case HG_U64:
+        return (double)v.u64;
+    case HG_BOOL:
+        return v.u8 != 0;
+    default:
+        return 0.0;
     }
 }
 
@@ -208,7 +219,8 @@ static void store_int(hg_dtype dtype, unsigned char *p, double v)
         memcpy(p, &x, sizeof x);
         return;
     }
-    default: return;
+    default:
+        return;
     }
 }
 
@@ -234,12 +246,26 @@ void hg_dtype_store(hg_dtype dtype, void *base, size_t i, double v)
     uint16_t h;
     float f = (float)v;
     switch (dtype) {
-    case HG_F32: memcpy(p, &f, sizeof f); return;
-    case HG_F64: memcpy(p, &v, sizeof v); return;
-    case HG_F16: h = hg_f32_to_f16(f32_round_odd(v)); memcpy(p, &h, sizeof h); return;
-    case HG_BF16: h = hg_f32_to_bf16(f32_round_odd(v)); memcpy(p, &h, sizeof h); return;
-    case HG_BOOL: *p = (v != 0.0); return; /* NaN != 0: true, as in C */
-    default: store_int(dtype, p, v); return;
+    case HG_F32:
+        memcpy(p, &f, sizeof f);
+        return;
+    case HG_F64:
+        memcpy(p, &v, sizeof v);
+        return;
+    case HG_F16:
+        h = hg_f32_to_f16(f32_round_odd(v));
+        memcpy(p, &h, sizeof h);
+        return;
+    case HG_BF16:
+        h = hg_f32_to_bf16(f32_round_odd(v));
+        memcpy(p, &h, sizeof h);
+        return;
+    case HG_BOOL:
+        *p = (v != 0.0);
+        return; /* NaN != 0: true, as in C */
+    default:
+        store_int(dtype, p, v);
+        return;
     }
 }
 

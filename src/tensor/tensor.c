@@ -120,8 +120,8 @@ int tensor_validate(const hg_tensor *t, const char *what, hg_err *e)
     if (rc == 0)
         rc = hg_tensor_extent(t, &lo, &hi);
     if (rc != 0)
-        return err_set(e, rc, "%s: %s-byte view at element offset %zu: extent overflows",
-                       what, hg_dtype_name(t->dtype), t->offset);
+        return err_set(e, rc, "%s: %s-byte view at element offset %zu: extent overflows", what,
+                       hg_dtype_name(t->dtype), t->offset);
     /* A device view's extent must also fit the 64-bit device address space. */
     hg_devaddr end;
     if (t->host == NULL && hi > 0 && __builtin_add_overflow(t->device, (hg_devaddr)hi, &end))
@@ -175,9 +175,11 @@ int hg_tensor_device(hg_tensor *out, hg_devaddr addr, hg_dtype dtype, uint32_t n
     if (rc != 0)
         return rc;
     v.device = addr;
-    size_t lo, hi;
+    size_t lo = 0, hi = 0;
     hg_devaddr end;
-    hg_tensor_extent(&v, &lo, &hi);
+    rc = hg_tensor_extent(&v, &lo, &hi);
+    if (rc != 0)
+        return rc;
     if (hi > 0 && addr == 0) /* only an empty view may have no address */
         return HG_EINVAL;
     if (__builtin_add_overflow(addr, (hg_devaddr)hi, &end))

@@ -30,6 +30,17 @@ static atomic_uint g_null_seen; /* zero-byte args seen with data == NULL */
 static atomic_ullong g_fail_task = NO_FAIL;
 static hg_device *g_dev;
 
+/* Plain reads of the records, so a failed ASSERT prints readable text. */
+static unsigned runs_of(uint32_t t)
+{
+    return atomic_load(&g_runs[t]);
+}
+
+static unsigned count_of(atomic_uint *counter)
+{
+    return atomic_load(counter);
+}
+
 static void records_reset(void)
 {
     atomic_store(&g_seq, 1);
@@ -292,69 +303,89 @@ TEST(random_dags_any_cores)
     }
 }
 
-TEST(random_dag_one_core)
+TEST(random_dags_one_core_and_many_cores)
 {
     const char *why = random_dag_case("sim:cores=1", 200, 12345);
     if (why != NULL)
-        TEST_FAIL_("%s", why);
+        TEST_FAIL_("cores=1: %s", why);
+    why = random_dag_case("sim:cube=3,vector=5", 400, 777);
+    if (why != NULL)
+        TEST_FAIL_("cube=3,vector=5: %s", why);
+}
+
+/* ---------------------------------------------------------------- fixture */
+
+/* The device and graph of the running test.  fx_open also closes what a
+ * test that failed an ASSERT (and so returned early) left open. */
+static struct {
+    hg_device *dev;
+    graph g;
+    hg_err e;
+} fx;
+
+static void fx_close(void)
+{
+    if (fx.dev == NULL)
+        return;
+    graph_free(&fx.g);
+    hg_device_close(fx.dev);
+    fx.dev = NULL;
+}
+
+static bool fx_open(const char *spec)
+{
+    fx_close();
+    fx.dev = open_dev(spec);
+    graph_init(&fx.g);
+    err_clear(&fx.e);
+    records_reset();
+    return fx.dev != NULL;
 }
 
 TEST(typed_tasks_run_on_their_cores)
 {
-    hg_device *dev = open_dev("sim:cube=1,vector=2");
-    ASSERT(dev != NULL);
-    graph g;
-    graph_init(&g);
-    hg_err e;
-    records_reset();
+    ASSERT(fx_open("sim:cube=1,vector=2"));
     for (uint32_t t = 0; t < 60; t++)
-        ASSERT_OK(add_plain(&g, t % 3 == 0 ? &k_flaky_cube : &k_flaky, NULL, 0));
-    ASSERT_OK(graph_finalize(&g, &e));
-    ASSERT_OK(exec_run(dev, &g, NULL, 0, &e));
+        ASSERT_OK(add_plain(&fx.g, t % 3 == 0 ? &k_flaky_cube : &k_flaky, NULL, 0));
+    ASSERT_OK(graph_finalize(&fx.g, &fx.e));
+    ASSERT_OK(exec_run(fx.dev, &fx.g, NULL, 0, &fx.e));
     for (uint32_t t = 0; t < 60; t++) {
-        ASSERT_UEQ(atomic_load(&g_runs[t]), 1);
-        hg_core_type ct = hg_device_core_type(dev, atomic_load(&g_core[t]));
+        ASSERT_UEQ(runs_of(t), 1);
+        hg_core_type ct = hg_device_core_type(fx.dev, atomic_load(&g_core[t]));
         ASSERT_EQ(ct, t % 3 == 0 ? HG_CORE_CUBE : HG_CORE_VECTOR);
     }
-    graph_free(&g);
-    hg_device_close(dev);
+    fx_close();
 }
 
 TEST(long_chain_and_wide_fan)
 {
-    hg_device *dev = open_dev("sim:cores=2");
-    ASSERT(dev != NULL);
-    graph g;
-    graph_init(&g);
-    hg_err e;
-    records_reset();
+    ASSERT(fx_open("sim:cores=2"));
     /* a chain of 1000, then 1 -> 64 -> 1 fans, 20 times */
     for (uint32_t t = 0; t < 1000; t++) {
         hg_task_id prev = t - 1;
-        ASSERT_OK(add_plain(&g, &k_flaky, &prev, t > 0 ? 1 : 0));
+        ASSERT_OK(add_plain(&fx.g, &k_flaky, &prev, t > 0 ? 1 : 0));
     }
     hg_task_id sink = 999;
     for (uint32_t r = 0; r < 20; r++) {
         hg_task_id mids[64];
         for (uint32_t m = 0; m < 64; m++) {
-            mids[m] = g.ntasks;
-            ASSERT_OK(add_plain(&g, m % 2 ? &k_flaky : &k_flaky_cube, &sink, 1));
+            mids[m] = fx.g.ntasks;
+            ASSERT_OK(add_plain(&fx.g, m % 2 ? &k_flaky : &k_flaky_cube, &sink, 1));
         }
-        sink = g.ntasks;
-        ASSERT_OK(add_plain(&g, &k_flaky, mids, 64));
+        sink = fx.g.ntasks;
+        ASSERT_OK(add_plain(&fx.g, &k_flaky, mids, 64));
     }
-    ASSERT_OK(graph_finalize(&g, &e));
-    ASSERT_OK(exec_run(dev, &g, NULL, 0, &e));
-    for (uint32_t i = 0; i < g.ntasks; i++) {
-        ASSERT_UEQ(atomic_load(&g_runs[i]), 1);
-        const uint32_t *succ = graph_task_succ(&g, &g.tasks[i]);
-        for (uint32_t k = 0; k < g.tasks[i].nsucc; k++) {
+    ASSERT_OK(graph_finalize(&fx.g, &fx.e));
+    ASSERT_OK(exec_run(fx.dev, &fx.g, NULL, 0, &fx.e));
+    for (uint32_t i = 0; i < fx.g.ntasks; i++) {
+        ASSERT_UEQ(runs_of(i), 1);
+        const uint32_t *succ = graph_task_succ(&fx.g, &fx.g.tasks[i]);
+        for (uint32_t k = 0; k < fx.g.tasks[i].nsucc; k++) {
             unsigned end_i = atomic_load(&g_end[i]), start_j = atomic_load(&g_start[succ[k]]);
             ASSERT_LT(end_i, start_j);
         }
     }
-    graph_free(&g);
-    hg_device_close(dev);
+    fx_close();
 }
 
 /* -------------------------------------------------------------- failures */
@@ -373,143 +404,121 @@ static void build_failure_graph(graph *g)
 
 TEST(kernel_failure_names_task_and_stops_dependents)
 {
-    hg_device *dev = open_dev("sim:cores=2");
-    ASSERT(dev != NULL);
-    graph g;
-    graph_init(&g);
-    hg_err e;
-    build_failure_graph(&g);
-    ASSERT_UEQ(g.ntasks, 6);
-    ASSERT_OK(graph_finalize(&g, &e));
+    ASSERT(fx_open("sim:cores=2"));
+    build_failure_graph(&fx.g);
+    ASSERT_UEQ(fx.g.ntasks, 6);
+    ASSERT_OK(graph_finalize(&fx.g, &fx.e));
     records_reset();
     atomic_store(&g_fail_task, 1);
-    err_clear(&e);
-    ASSERT_EQ(exec_run(dev, &g, NULL, 0, &e), HG_EKERNEL);
-    ASSERT_EQ(e.code, HG_EKERNEL);
-    ASSERT_STR_CONTAINS(e.msg, "task 1 (kernel 'flaky') failed with code 7");
-    ASSERT_UEQ(atomic_load(&g_runs[0]), 1);
-    ASSERT_UEQ(atomic_load(&g_runs[1]), 1);
-    ASSERT_UEQ(atomic_load(&g_runs[2]), 0);
-    ASSERT_UEQ(atomic_load(&g_runs[4]), 0);
-    ASSERT_UEQ(atomic_load(&g_runs[5]), 0);
-    ASSERT_ULE(atomic_load(&g_runs[3]), 1);
+    err_clear(&fx.e);
+    ASSERT_EQ(exec_run(fx.dev, &fx.g, NULL, 0, &fx.e), HG_EKERNEL);
+    ASSERT_EQ(fx.e.code, HG_EKERNEL);
+    ASSERT_STR_CONTAINS(fx.e.msg, "task 1 (kernel 'flaky') failed with code 7");
+    ASSERT_UEQ(runs_of(0), 1);
+    ASSERT_UEQ(runs_of(1), 1);
+    ASSERT_UEQ(runs_of(2), 0);
+    ASSERT_UEQ(runs_of(4), 0);
+    ASSERT_UEQ(runs_of(5), 0);
+    ASSERT_ULE(runs_of(3), 1);
 
     /* the same graph and device run cleanly next time */
     records_reset();
-    err_clear(&e);
-    ASSERT_OK(exec_run(dev, &g, NULL, 1, &e));
+    err_clear(&fx.e);
+    ASSERT_OK(exec_run(fx.dev, &fx.g, NULL, 1, &fx.e));
     for (uint32_t t = 0; t < 6; t++)
-        ASSERT_UEQ(atomic_load(&g_runs[t]), 1);
+        ASSERT_UEQ(runs_of(t), 1);
 
     /* and so does a new graph on the same device */
-    graph_reset(&g);
+    graph_reset(&fx.g);
     for (uint32_t t = 0; t < 10; t++)
-        ASSERT_OK(add_plain(&g, &k_flaky, NULL, 0));
-    ASSERT_OK(graph_finalize(&g, &e));
+        ASSERT_OK(add_plain(&fx.g, &k_flaky, NULL, 0));
+    ASSERT_OK(graph_finalize(&fx.g, &fx.e));
     records_reset();
-    ASSERT_OK(exec_run(dev, &g, NULL, 2, &e));
+    ASSERT_OK(exec_run(fx.dev, &fx.g, NULL, 2, &fx.e));
     for (uint32_t t = 0; t < 10; t++)
-        ASSERT_UEQ(atomic_load(&g_runs[t]), 1);
-    graph_free(&g);
-    hg_device_close(dev);
+        ASSERT_UEQ(runs_of(t), 1);
+    fx_close();
 }
 
 TEST(kernel_failure_stops_dispatch)
 {
-    /* one core, FIFO roots: task 0 fails first, so nothing else may start */
-    hg_device *dev = open_dev("sim:cores=1");
-    ASSERT(dev != NULL);
-    graph g;
-    graph_init(&g);
-    hg_err e;
+    /* one core: whatever order it picks, nothing may start after task 50
+     * failed, and tasks that ran before it ran once */
+    ASSERT(fx_open("sim:cores=1"));
     for (uint32_t t = 0; t < 100; t++)
-        ASSERT_OK(add_plain(&g, &k_flaky, NULL, 0));
-    ASSERT_OK(graph_finalize(&g, &e));
+        ASSERT_OK(add_plain(&fx.g, &k_flaky, NULL, 0));
+    ASSERT_OK(graph_finalize(&fx.g, &fx.e));
     records_reset();
-    atomic_store(&g_fail_task, 0);
-    ASSERT_EQ(exec_run(dev, &g, NULL, 0, &e), HG_EKERNEL);
-    ASSERT_STR_CONTAINS(e.msg, "task 0 (kernel 'flaky')");
-    for (uint32_t t = 1; t < 100; t++)
-        ASSERT_UEQ(atomic_load(&g_runs[t]), 0);
-    graph_free(&g);
-    hg_device_close(dev);
+    atomic_store(&g_fail_task, 50);
+    ASSERT_EQ(exec_run(fx.dev, &fx.g, NULL, 0, &fx.e), HG_EKERNEL);
+    ASSERT_STR_CONTAINS(fx.e.msg, "task 50 (kernel 'flaky')");
+    ASSERT_UEQ(runs_of(50), 1);
+    unsigned failed_end = count_of(&g_end[50]), ran = 0;
+    for (uint32_t t = 0; t < 100; t++) {
+        ASSERT_ULE(runs_of(t), 1);
+        if (t != 50 && runs_of(t) == 1)
+            ASSERT_LT(count_of(&g_start[t]), failed_end);
+        ran += runs_of(t);
+    }
+    ASSERT_LT(ran, 100);
+    fx_close();
 }
 
 TEST(concurrent_failures_report_one)
 {
-    hg_device *dev = open_dev("sim:cores=3");
-    ASSERT(dev != NULL);
-    graph g;
-    graph_init(&g);
-    hg_err e;
+    ASSERT(fx_open("sim:cores=3"));
     for (uint32_t t = 0; t < 200; t++)
-        ASSERT_OK(add_plain(&g, &k_flaky, NULL, 0));
-    ASSERT_OK(graph_finalize(&g, &e));
+        ASSERT_OK(add_plain(&fx.g, &k_flaky, NULL, 0));
+    ASSERT_OK(graph_finalize(&fx.g, &fx.e));
     records_reset();
     atomic_store(&g_fail_task, FAIL_ALL);
-    ASSERT_EQ(exec_run(dev, &g, NULL, 0, &e), HG_EKERNEL);
-    ASSERT_STR_CONTAINS(e.msg, "(kernel 'flaky') failed with code 7");
+    ASSERT_EQ(exec_run(fx.dev, &fx.g, NULL, 0, &fx.e), HG_EKERNEL);
+    ASSERT_STR_CONTAINS(fx.e.msg, "(kernel 'flaky') failed with code 7");
     unsigned ran = 0;
     for (uint32_t t = 0; t < 200; t++)
         ran += atomic_load(&g_runs[t]);
     ASSERT_GE(ran, 1);
     ASSERT_LE(ran, 3); /* one per core at most: dispatch stops at the first */
-    graph_free(&g);
-    hg_device_close(dev);
+    fx_close();
 }
 
 TEST(graph_that_cannot_progress_does_not_hang)
 {
-    hg_device *dev = open_dev("sim:cores=2");
-    ASSERT(dev != NULL);
-    graph g;
-    graph_init(&g);
-    hg_err e;
+    ASSERT(fx_open("sim:cores=2"));
     hg_task_id d0 = 0;
-    ASSERT_OK(add_plain(&g, &k_flaky, NULL, 0));
-    ASSERT_OK(add_plain(&g, &k_flaky, &d0, 1));
-    ASSERT_OK(graph_finalize(&g, &e));
-    g.tasks[1].npreds++; /* a predecessor that never finishes */
+    ASSERT_OK(add_plain(&fx.g, &k_flaky, NULL, 0));
+    ASSERT_OK(add_plain(&fx.g, &k_flaky, &d0, 1));
+    ASSERT_OK(graph_finalize(&fx.g, &fx.e));
+    fx.g.tasks[1].npreds++; /* a predecessor that never finishes */
     records_reset();
-    ASSERT_EQ(exec_run(dev, &g, NULL, 0, &e), HG_EINVAL);
-    ASSERT_STR_CONTAINS(e.msg, "cannot progress");
-    ASSERT_UEQ(atomic_load(&g_runs[0]), 1);
-    ASSERT_UEQ(atomic_load(&g_runs[1]), 0);
-    graph_free(&g);
-    hg_device_close(dev);
+    ASSERT_EQ(exec_run(fx.dev, &fx.g, NULL, 0, &fx.e), HG_EINVAL);
+    ASSERT_STR_CONTAINS(fx.e.msg, "cannot progress");
+    ASSERT_UEQ(runs_of(0), 1);
+    ASSERT_UEQ(runs_of(1), 0);
+    fx_close();
 }
 
 TEST(task_without_a_core_type_is_unsupported)
 {
-    hg_device *dev = open_dev("sim:cube=2,vector=0");
-    ASSERT(dev != NULL);
-    graph g;
-    graph_init(&g);
-    hg_err e;
-    ASSERT_OK(add_plain(&g, &k_flaky_cube, NULL, 0));
-    ASSERT_OK(add_plain(&g, &k_flaky, NULL, 0));
-    ASSERT_OK(graph_finalize(&g, &e));
+    ASSERT(fx_open("sim:cube=2,vector=0"));
+    ASSERT_OK(add_plain(&fx.g, &k_flaky_cube, NULL, 0));
+    ASSERT_OK(add_plain(&fx.g, &k_flaky, NULL, 0));
+    ASSERT_OK(graph_finalize(&fx.g, &fx.e));
     records_reset();
-    ASSERT_EQ(exec_run(dev, &g, NULL, 0, &e), HG_EUNSUPPORTED);
-    ASSERT_STR_CONTAINS(e.msg, "task 1 (kernel 'flaky') needs a vector core");
-    ASSERT_UEQ(atomic_load(&g_runs[0]), 0);
-    graph_free(&g);
-    hg_device_close(dev);
+    ASSERT_EQ(exec_run(fx.dev, &fx.g, NULL, 0, &fx.e), HG_EUNSUPPORTED);
+    ASSERT_STR_CONTAINS(fx.e.msg, "task 1 (kernel 'flaky') needs a vector core");
+    ASSERT_UEQ(runs_of(0), 0);
+    fx_close();
 }
 
 TEST(empty_graph)
 {
-    hg_device *dev = open_dev("sim:cores=2");
-    ASSERT(dev != NULL);
-    graph g;
-    graph_init(&g);
-    hg_err e;
-    ASSERT_OK(graph_finalize(&g, &e));
-    err_clear(&e);
-    ASSERT_OK(exec_run(dev, &g, NULL, 0, &e));
-    ASSERT_EQ(e.code, 0);
-    graph_free(&g);
-    hg_device_close(dev);
+    ASSERT(fx_open("sim:cores=2"));
+    ASSERT_OK(graph_finalize(&fx.g, &fx.e));
+    err_clear(&fx.e);
+    ASSERT_OK(exec_run(fx.dev, &fx.g, NULL, 0, &fx.e));
+    ASSERT_EQ(fx.e.code, 0);
+    fx_close();
 }
 
 /* ------------------------------------------------------------------- data */
@@ -563,34 +572,30 @@ static bool in_view(size_t el, size_t first)
 
 TEST(kernels_see_translated_strided_data)
 {
-    hg_device *dev = open_dev("sim:cube=1,vector=2");
-    ASSERT(dev != NULL);
+    ASSERT(fx_open("sim:cube=1,vector=2"));
     float in[64], out[64];
     for (int i = 0; i < 64; i++) {
         in[i] = (float)i;
         out[i] = -1.0f;
     }
     hg_devaddr din, dout;
-    ASSERT_OK(hg_devbuf_malloc(dev, sizeof in, &din));
-    ASSERT_OK(hg_devbuf_malloc(dev, sizeof out, &dout));
-    ASSERT_OK(hg_devbuf_copy_to(dev, din, in, sizeof in));
-    ASSERT_OK(hg_devbuf_copy_to(dev, dout, out, sizeof out));
-    graph g;
-    graph_init(&g);
-    hg_err e;
+    ASSERT_OK(hg_devbuf_malloc(fx.dev, sizeof in, &din));
+    ASSERT_OK(hg_devbuf_malloc(fx.dev, sizeof out, &dout));
+    ASSERT_OK(hg_devbuf_copy_to(fx.dev, din, in, sizeof in));
+    ASSERT_OK(hg_devbuf_copy_to(fx.dev, dout, out, sizeof out));
     hg_task_id id;
     size_t firsts[2] = {3, 30};
     for (int t = 0; t < 2; t++) {
         graph_targ args[2] = {strided_arg(din, firsts[t], false),
                               strided_arg(dout, firsts[t], true)};
         uint64_t add = (uint64_t)(100 * (t + 1));
-        ASSERT_OK(graph_add_task(&g, &k_scale, args, 2, &add, 1, NULL, 0, &id, &e));
+        ASSERT_OK(graph_add_task(&fx.g, &k_scale, args, 2, &add, 1, NULL, 0, &id, &fx.e));
     }
-    ASSERT_OK(graph_finalize(&g, &e));
+    ASSERT_OK(graph_finalize(&fx.g, &fx.e));
     records_reset();
-    ASSERT_OK(exec_run(dev, &g, NULL, 0, &e));
-    ASSERT_UEQ(atomic_load(&g_bad_ctx), 0);
-    ASSERT_OK(hg_devbuf_copy_from(dev, out, dout, sizeof out));
+    ASSERT_OK(exec_run(fx.dev, &fx.g, NULL, 0, &fx.e));
+    ASSERT_UEQ(count_of(&g_bad_ctx), 0);
+    ASSERT_OK(hg_devbuf_copy_from(fx.dev, out, dout, sizeof out));
     for (size_t el = 0; el < 64; el++) {
         float want = -1.0f;
         if (in_view(el, 3))
@@ -600,8 +605,7 @@ TEST(kernels_see_translated_strided_data)
         if (out[el] != want)
             TEST_FAIL_("element %zu: %g, want %g", el, (double)out[el], (double)want);
     }
-    graph_free(&g);
-    hg_device_close(dev);
+    fx_close();
 }
 
 /* Arg 0 is zero-byte, arg 1 is 8 bytes: counts a NULL arg 0 next to a live
@@ -619,13 +623,9 @@ static const hg_kernel k_zero = {"zero", zero_kernel, HG_CORE_CUBE};
 
 TEST(zero_byte_arg_gets_null)
 {
-    hg_device *dev = open_dev("sim:cores=2");
-    ASSERT(dev != NULL);
+    ASSERT(fx_open("sim:cores=2"));
     hg_devaddr d;
-    ASSERT_OK(hg_devbuf_malloc(dev, 8, &d));
-    graph g;
-    graph_init(&g);
-    hg_err e;
+    ASSERT_OK(hg_devbuf_malloc(fx.dev, 8, &d));
     graph_targ args[2];
     memset(&args[0], 0, sizeof args[0]);
     args[0].dtype = HG_F32;
@@ -633,61 +633,50 @@ TEST(zero_byte_arg_gets_null)
     args[0].read = true;
     args[1] = byte_arg(d, 0, 8, false, true);
     hg_task_id id;
-    ASSERT_OK(graph_add_task(&g, &k_zero, args, 2, NULL, 0, NULL, 0, &id, &e));
-    ASSERT_OK(graph_finalize(&g, &e));
+    ASSERT_OK(graph_add_task(&fx.g, &k_zero, args, 2, NULL, 0, NULL, 0, &id, &fx.e));
+    ASSERT_OK(graph_finalize(&fx.g, &fx.e));
     records_reset();
-    ASSERT_OK(exec_run(dev, &g, NULL, 0, &e));
-    ASSERT_UEQ(atomic_load(&g_null_seen), 1);
+    ASSERT_OK(exec_run(fx.dev, &fx.g, NULL, 0, &fx.e));
+    ASSERT_UEQ(count_of(&g_null_seen), 1);
     unsigned char back[8];
-    ASSERT_OK(hg_devbuf_copy_from(dev, back, d, 8));
+    ASSERT_OK(hg_devbuf_copy_from(fx.dev, back, d, 8));
     for (int i = 0; i < 8; i++)
         ASSERT_EQ(back[i], 0x5a);
-    graph_free(&g);
-    hg_device_close(dev);
+    fx_close();
 }
 
 TEST(freed_arg_memory_fails_with_erange)
 {
-    hg_device *dev = open_dev("sim:cores=2");
-    ASSERT(dev != NULL);
+    ASSERT(fx_open("sim:cores=2"));
     hg_devaddr d;
-    ASSERT_OK(hg_devbuf_malloc(dev, 64, &d));
-    graph g;
-    graph_init(&g);
-    hg_err e;
+    ASSERT_OK(hg_devbuf_malloc(fx.dev, 64, &d));
     graph_targ arg = byte_arg(d, 0, 64, true, true);
     uint64_t scalars[2] = {0, 1};
     hg_task_id id;
-    ASSERT_OK(graph_add_task(&g, &k_touch_vec, &arg, 1, scalars, 2, NULL, 0, &id, &e));
-    ASSERT_OK(graph_finalize(&g, &e));
-    ASSERT_OK(hg_devbuf_free(dev, d));
+    ASSERT_OK(graph_add_task(&fx.g, &k_touch_vec, &arg, 1, scalars, 2, NULL, 0, &id, &fx.e));
+    ASSERT_OK(graph_finalize(&fx.g, &fx.e));
+    ASSERT_OK(hg_devbuf_free(fx.dev, d));
     records_reset();
-    ASSERT_EQ(exec_run(dev, &g, NULL, 0, &e), HG_ERANGE);
-    ASSERT_STR_CONTAINS(e.msg, "task 0 (kernel 'touch_vec')");
-    ASSERT_UEQ(atomic_load(&g_runs[0]), 0);
-    graph_free(&g);
-    hg_device_close(dev);
+    ASSERT_EQ(exec_run(fx.dev, &fx.g, NULL, 0, &fx.e), HG_ERANGE);
+    ASSERT_STR_CONTAINS(fx.e.msg, "task 0 (kernel 'touch_vec')");
+    ASSERT_UEQ(runs_of(0), 0);
+    fx_close();
 }
 
 TEST(trace_gets_a_span_per_task)
 {
-    hg_device *dev = open_dev("sim:cube=1,vector=2");
-    ASSERT(dev != NULL);
+    ASSERT(fx_open("sim:cube=1,vector=2"));
     hg_trace *tr = NULL;
     ASSERT_OK(hg_trace_create(&tr));
-    graph g;
-    graph_init(&g);
-    hg_err e;
-    build_failure_graph(&g);
-    ASSERT_OK(graph_finalize(&g, &e));
+    build_failure_graph(&fx.g);
+    ASSERT_OK(graph_finalize(&fx.g, &fx.e));
     records_reset();
-    ASSERT_OK(exec_run(dev, &g, tr, 3, &e));
+    ASSERT_OK(exec_run(fx.dev, &fx.g, tr, 3, &fx.e));
     ASSERT_UEQ(hg_trace_num_task_spans(tr), 6);
-    ASSERT_OK(exec_run(dev, &g, NULL, 4, &e));
+    ASSERT_OK(exec_run(fx.dev, &fx.g, NULL, 4, &fx.e));
     ASSERT_UEQ(hg_trace_num_task_spans(tr), 6);
     hg_trace_destroy(tr);
-    graph_free(&g);
-    hg_device_close(dev);
+    fx_close();
 }
 
 int main(void)

@@ -19,7 +19,7 @@ static const char *const specs[] = {"sim:cores=1", "sim:cube=1,vector=2"};
 typedef struct round_log {
     uint32_t rounds;
     uint64_t h2d[8], d2h[8], h2d_copies[8];
-    void *first;      /* round 1's first checked output */
+    void *first; /* round 1's first checked output */
     size_t first_len;
     bool identical;
 } round_log;
@@ -49,8 +49,12 @@ static void log_round(void *user, uint32_t round, const scene_case *c, const hg_
 static int run_scene(const char *name, const char *const *kv, uint32_t nkv, const char *spec,
                      uint32_t rounds, round_log *log)
 {
-    scene_run_opts o = {.scene = scene_find(name), .rounds = rounds, .device_spec = spec,
-                        .quiet = true, .on_round = log_round, .on_round_user = log};
+    scene_run_opts o = {.scene = scene_find(name),
+                        .rounds = rounds,
+                        .device_spec = spec,
+                        .quiet = true,
+                        .on_round = log_round,
+                        .on_round_user = log};
     memset(log, 0, sizeof *log);
     o.out = fopen("/dev/null", "w");
     o.err = stderr;
@@ -64,20 +68,31 @@ static int run_scene(const char *name, const char *const *kv, uint32_t nkv, cons
     return rc;
 }
 
+/* Runs the scene on every spec and expects golden to pass each round with
+ * identical outputs and exactly h2d / d2h bytes moved per round.  An ASSERT
+ * here marks the calling test failed. */
+static void expect_exact_rounds(const char *name, const char *const *kv, uint32_t nkv,
+                                uint32_t rounds, uint64_t h2d, uint64_t d2h)
+{
+    for (size_t s = 0; s < sizeof specs / sizeof specs[0]; s++) {
+        round_log log;
+        int rc = run_scene(name, kv, nkv, specs[s], rounds, &log);
+        free(log.first);
+        ASSERT_EQ(rc, SCENE_EXIT_OK);
+        ASSERT_EQ(log.rounds, rounds);
+        ASSERT(log.identical);
+        for (uint32_t r = 0; r < rounds && r < 8; r++) {
+            ASSERT_UEQ(log.h2d[r], h2d);
+            ASSERT_UEQ(log.d2h[r], d2h);
+        }
+    }
+}
+
 TEST(vector_add_passes_every_round_with_exact_bytes)
 {
     static const char *const kv[] = {"n=10007", "tile=1000"}; /* a short last tile */
-    for (size_t s = 0; s < sizeof specs / sizeof specs[0]; s++) {
-        round_log log;
-        ASSERT_EQ(run_scene("vector_add", kv, 2, specs[s], 4, &log), SCENE_EXIT_OK);
-        free(log.first);
-        ASSERT_EQ(log.rounds, 4);
-        ASSERT(log.identical);
-        for (int r = 0; r < 4; r++) {
-            ASSERT_UEQ(log.h2d[r], 2 * 10007 * 4);
-            ASSERT_UEQ(log.d2h[r], 10007 * 4);
-        }
-    }
+    /* a and b go in, c comes back; c is pure OUT so it is never uploaded */
+    expect_exact_rounds("vector_add", kv, 2, 4, 2 * 10007 * 4, 10007 * 4);
 }
 
 TEST(bgemm_passes_every_round_with_exact_bytes)
@@ -85,17 +100,8 @@ TEST(bgemm_passes_every_round_with_exact_bytes)
     static const char *const kv[] = {"tiles=3", "tile=8", "ktiles=2"};
     const uint64_t m = 24, n = 24, k = 16;
     const uint64_t a = m * k * 4, b = k * n * 4, c = m * n * 4, config = 4 * 8;
-    for (size_t s = 0; s < sizeof specs / sizeof specs[0]; s++) {
-        round_log log;
-        ASSERT_EQ(run_scene("bgemm", kv, 3, specs[s], 3, &log), SCENE_EXIT_OK);
-        free(log.first);
-        ASSERT_EQ(log.rounds, 3);
-        ASSERT(log.identical);
-        for (int r = 0; r < 3; r++) {
-            ASSERT_UEQ(log.h2d[r], a + b + c + config);
-            ASSERT_UEQ(log.d2h[r], c);
-        }
-    }
+    /* A, B, C (INOUT) and config go in; only C comes back */
+    expect_exact_rounds("bgemm", kv, 3, 3, a + b + c + config, c);
 }
 
 TEST(bgemm_default_params_pass)
@@ -191,38 +197,84 @@ TEST(runner_exits_1_and_explains_a_golden_failure)
     ASSERT_STR_CONTAINS(text, "first mismatch at index 37");
 }
 
-TEST(unknown_and_malformed_params_are_rejected)
+/* Runs a bgemm case whose config says `config` on one core; returns the
+ * scene runner's exit code. */
+static int run_bgemm_with_config(const int64_t config[4])
 {
-    const scene *s = scene_find("vector_add");
-    int64_t params[SCENE_MAX_PARAMS];
-    scene_params_default(s, params);
-    hg_err err;
-    ASSERT_EQ(scene_param_set(s, params, "bogus=1", &err), HG_ENOTFOUND);
-    ASSERT_STR_CONTAINS(err.msg, "bogus");
-    ASSERT_EQ(scene_param_set(s, params, "n=12x", &err), HG_EINVAL);
-    ASSERT_EQ(scene_param_set(s, params, "n=", &err), HG_EINVAL);
-    ASSERT_EQ(scene_param_set(s, params, "=5", &err), HG_EINVAL);
-    ASSERT_EQ(scene_param_set(s, params, "n", &err), HG_EINVAL);
-    ASSERT_EQ(scene_param_set(s, params, "n=99999999999999999999999", &err), HG_EINVAL);
-    ASSERT_EQ(scene_param_set(s, params, "n=4096", &err), 0);
-    ASSERT_EQ(params[0], 4096);
-    ASSERT(scene_find("no_such_scene") == NULL);
-    ASSERT(scene_find("bgemm") != NULL);
+    const scene *s = scene_find("bgemm");
+    scene_run_opts o = {.scene = s, .rounds = 1, .quiet = true};
+    scene_params_default(s, o.params);
+    scene_case *c = NULL;
+    hg_device *dev = NULL;
+    if (scene_case_make(s, o.params, &c, NULL) != 0 ||
+        hg_device_open("sim:cores=1", &dev, NULL, 0) != 0)
+        return -1;
+    hg_hostbuf_write(c->args[3].tensor.host, 0, config, 4 * sizeof config[0]);
+    o.out = fopen("/dev/null", "w");
+    o.err = o.out;
+    int rc = scene_run_case(&o, dev, c);
+    fclose(o.out);
+    scene_case_destroy(c);
+    hg_device_close(dev);
+    return rc;
 }
 
-TEST(out_of_range_params_are_rejected)
+TEST(bgemm_orchestration_lays_out_tasks_from_config)
+{
+    /* defaults: tile 32, a 4 x 4 x 4 grid */
+    const int64_t good[4] = {32, 4, 4, 4};
+    const int64_t wrong_tile[4] = {16, 4, 4, 4};
+    const int64_t overflowing[4] = {INT64_MAX, INT64_MAX, 4, 4};
+    const int64_t zero[4] = {32, 0, 4, 4};
+    ASSERT_EQ(run_bgemm_with_config(good), SCENE_EXIT_OK);
+    ASSERT_EQ(run_bgemm_with_config(wrong_tile), SCENE_EXIT_RUNTIME);
+    ASSERT_EQ(run_bgemm_with_config(overflowing), SCENE_EXIT_RUNTIME);
+    ASSERT_EQ(run_bgemm_with_config(zero), SCENE_EXIT_RUNTIME);
+}
+
+TEST(unknown_malformed_and_out_of_range_params_are_rejected)
+{
+    static const struct {
+        const char *scene, *kv;
+        int want;
+    } cases[] = {
+        {"vector_add", "bogus=1", HG_ENOTFOUND},
+        {"vector_add", "n=12x", HG_EINVAL},
+        {"vector_add", "n=", HG_EINVAL},
+        {"vector_add", "=5", HG_EINVAL},
+        {"vector_add", "n", HG_EINVAL},
+        {"vector_add", "n=99999999999999999999999", HG_EINVAL},
+        {"vector_add", "n=-1", HG_ERANGE},
+        {"bgemm", "tile=0", HG_ERANGE},
+        {"bgemm", "tiles=100000", HG_ERANGE},
+        {"bgemm", "ktiles=-3", HG_ERANGE},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const scene *s = scene_find(cases[i].scene);
+        int64_t params[SCENE_MAX_PARAMS], before[SCENE_MAX_PARAMS];
+        scene_params_default(s, params);
+        memcpy(before, params, sizeof params);
+        hg_err err;
+        err_clear(&err);
+        ASSERT_EQ(scene_param_set(s, params, cases[i].kv, &err), cases[i].want);
+        ASSERT(err.msg[0] != '\0');
+        ASSERT(memcmp(before, params, s->nparams * sizeof params[0]) == 0);
+    }
+}
+
+TEST(valid_params_apply_and_make_rechecks_ranges)
 {
     const scene *s = scene_find("bgemm");
     int64_t params[SCENE_MAX_PARAMS];
     scene_params_default(s, params);
-    hg_err err;
-    ASSERT_EQ(scene_param_set(s, params, "tile=0", &err), HG_ERANGE);
-    ASSERT_STR_CONTAINS(err.msg, "tile");
-    ASSERT_EQ(scene_param_set(s, params, "tiles=-3", &err), HG_ERANGE);
-    ASSERT_EQ(scene_param_set(s, params, "tiles=100000", &err), HG_ERANGE);
+    ASSERT_OK(scene_param_set(s, params, "tiles=7", NULL));
+    ASSERT_EQ(params[0], 7);
+    ASSERT(scene_find("no_such_scene") == NULL);
     params[1] = 0; /* past the parser: make() still refuses it */
     scene_case *c = (scene_case *)1;
+    hg_err err;
     ASSERT_EQ(scene_case_make(s, params, &c, &err), HG_ERANGE);
+    ASSERT_STR_CONTAINS(err.msg, "tile");
     ASSERT(c == NULL);
 }
 

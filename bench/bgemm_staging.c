@@ -1,0 +1,103 @@
+/*
+ * bgemm_staging.c: where a bgemm round's time goes, staging against kernels.
+ *
+ * For a few (grid, tile) points it runs R rounds of bgemm on one runner (the
+ * OUT/INOUT restore between rounds is the scene runner's job; here C simply
+ * accumulates, which costs the same) and prints per point the median of each
+ * stage, the staging / execute ratio, and the exact bytes per round.  All
+ * points run in one process, side by side, so the ratios compare.
+ *
+ *     bgemm_staging [rounds=5] [device=sim:cube=1,vector=2]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scene/scene.h"
+
+typedef struct point {
+    int64_t grid, tile;
+} point;
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median_ms(uint64_t *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_u64);
+    return (double)v[n / 2] / 1e6;
+}
+
+static int param_index(const scene *s, const char *name)
+{
+    for (uint32_t i = 0; i < s->nparams; i++)
+        if (strcmp(s->params[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+static int bench_point(hg_device *dev, const scene *s, point pt, int rounds)
+{
+    int64_t params[SCENE_MAX_PARAMS];
+    scene_params_default(s, params);
+    params[param_index(s, "grid")] = pt.grid;
+    params[param_index(s, "tile")] = pt.tile;
+    scene_case *c;
+    hg_err e;
+    hg_runner *r;
+    if (scene_case_make(s, params, &c, &e) != 0 || hg_runner_open(dev, &r) != 0) {
+        fprintf(stderr, "bgemm grid=%lld tile=%lld: %s\n", (long long)pt.grid,
+                (long long)pt.tile, e.msg);
+        return 1;
+    }
+    uint64_t bind[64], exec[64], back[64], wall[64];
+    hg_run_stats st;
+    for (int i = 0; i < rounds; i++) {
+        if (hg_runner_run(r, &c->callable, c->args, c->nargs, &st) != 0) {
+            fprintf(stderr, "run failed: %s\n", hg_runner_errmsg(r));
+            return 1;
+        }
+        bind[i] = st.bind_ns;
+        exec[i] = st.exec_ns;
+        back[i] = st.copyback_ns;
+        wall[i] = st.wall_ns;
+    }
+    double b = median_ms(bind, rounds), x = median_ms(exec, rounds);
+    double k = median_ms(back, rounds), w = median_ms(wall, rounds);
+    printf("%5lld %5lld %7u %9.3f %9.3f %9.3f %9.3f %8.2f %12llu %12llu\n", (long long)pt.grid,
+           (long long)pt.tile, st.tasks, w, b, x, k, (b + k) / x,
+           (unsigned long long)st.h2d_bytes, (unsigned long long)st.d2h_bytes);
+    hg_runner_close(r);
+    scene_case_destroy(c);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int rounds = argc > 1 ? atoi(argv[1]) : 5;
+    const char *spec = argc > 2 ? argv[2] : "sim:cube=1,vector=2";
+    if (rounds < 1 || rounds > 64) {
+        fprintf(stderr, "rounds: want 1..64, got '%s'\n", argv[1]);
+        return 2;
+    }
+    hg_device *dev;
+    char msg[256];
+    if (hg_device_open(spec, &dev, msg, sizeof msg) != 0) {
+        fprintf(stderr, "%s\n", msg);
+        return 2;
+    }
+    const scene *s = scene_find("bgemm");
+    const point pts[] = {{4, 32}, {8, 64}, {4, 256}, {16, 64}, {2, 512}, {1, 1024}};
+    printf("device %s, %d rounds, medians in ms; staging/exec = (bind + copy back) / execute\n",
+           hg_device_spec(dev), rounds);
+    printf(" grid  tile   tasks   wall_ms   bind_ms   exec_ms   back_ms  stg/exec    h2d_bytes"
+           "    d2h_bytes\n");
+    int rc = 0;
+    for (size_t i = 0; i < sizeof pts / sizeof pts[0] && rc == 0; i++)
+        rc = bench_point(dev, s, pts[i], rounds);
+    hg_device_close(dev);
+    return rc;
+}

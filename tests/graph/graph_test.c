@@ -1,0 +1,467 @@
+/*
+ * graph_test.c: dependency inference against a brute-force reference on
+ * random task lists (every conflicting pair ordered, every edge forward and
+ * between conflicting tasks), plus the fixed cases: read-after-read, the
+ * writer-after-readers shape, explicit deps and dedupe, errors, limits,
+ * successor lists, reuse after graph_reset and a 30k-task tile graph.
+ */
+#include <time.h>
+
+#include "graph/graph.h"
+#include "tensor/tensor.h"
+#include "testlib.h"
+
+static int kernel_fn(const hg_kernel_ctx *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
+static const hg_kernel kern = {"k", kernel_fn, HG_CORE_VECTOR};
+
+static uint32_t rng_state = 2463534242u;
+
+static uint32_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 17;
+    rng_state ^= rng_state << 5;
+    return rng_state;
+}
+
+static graph_targ targ(hg_devaddr lo, hg_devaddr hi, hg_dir access)
+{
+    graph_targ a;
+    memset(&a, 0, sizeof a);
+    a.addr = a.lo = lo;
+    a.hi = hi;
+    a.dtype = HG_U8;
+    a.ndims = 1;
+    a.shape[0] = (size_t)(hi - lo);
+    a.strides[0] = 1;
+    a.read = access != HG_OUT;
+    a.write = access != HG_IN;
+    return a;
+}
+
+static int add(graph *g, const graph_targ *args, uint32_t nargs, hg_task_id *id)
+{
+    return graph_add_task(g, &kern, args, nargs, NULL, 0, NULL, 0, id, NULL);
+}
+
+/* Predecessors of task t, from the submission-order edge list. */
+static uint32_t preds_of(const graph *g, uint32_t t, uint32_t *out, uint32_t max)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < g->nedges; i++)
+        if (g->edge_to[i] == t && n < max)
+            out[n++] = g->edge_from[i];
+    return n;
+}
+
+static int has_edge(const graph *g, uint32_t from, uint32_t to)
+{
+    for (uint32_t i = 0; i < g->nedges; i++)
+        if (g->edge_from[i] == from && g->edge_to[i] == to)
+            return 1;
+    return 0;
+}
+
+/* ------------------------------------------------- random vs brute force */
+
+#define MAX_T    400
+#define MAX_ARGS 4
+#define NBUF     3
+
+typedef struct rtask {
+    graph_targ args[MAX_ARGS];
+    uint32_t nargs;
+} rtask;
+
+typedef struct rparams {
+    uint32_t ntasks;
+    size_t buf_bytes, max_len;
+} rparams;
+
+static void random_tasks(rtask *ts, const rparams *p)
+{
+    static const hg_dir access[3] = {HG_IN, HG_OUT, HG_INOUT};
+    for (uint32_t t = 0; t < p->ntasks; t++) {
+        ts[t].nargs = rnd() % (MAX_ARGS + 1);
+        for (uint32_t i = 0; i < ts[t].nargs; i++) {
+            hg_devaddr base = 0x100000ull * (1 + rnd() % NBUF);
+            size_t lo = rnd() % p->buf_bytes, len = rnd() % (p->max_len + 1);
+            if (lo + len > p->buf_bytes)
+                len = p->buf_bytes - lo;
+            if (rnd() % 16 == 0)
+                len = 0; /* an empty view: never a dependency */
+            ts[t].args[i] = targ(base + lo, base + lo + len, access[rnd() % 3]);
+        }
+    }
+}
+
+static int conflict(const rtask *a, const rtask *b)
+{
+    for (uint32_t i = 0; i < a->nargs; i++)
+        for (uint32_t j = 0; j < b->nargs; j++) {
+            const graph_targ *x = &a->args[i], *y = &b->args[j];
+            if ((x->write || y->write) && region_overlap(x->lo, x->hi, y->lo, y->hi))
+                return 1;
+        }
+    return 0;
+}
+
+#define WORDS ((MAX_T + 63) / 64)
+
+/* Checks a finalized graph of ts against the reference; returns a message
+ * or NULL. */
+static const char *check_graph(const graph *g, const rtask *ts, uint32_t n)
+{
+    static uint64_t reach[MAX_T][WORDS]; /* reach[j]: tasks j is ordered after */
+    static uint32_t npreds[MAX_T];
+    memset(reach, 0, sizeof reach);
+    memset(npreds, 0, sizeof npreds);
+    if (g->ntasks != n)
+        return "task count";
+    uint32_t total = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const graph_task *t = &g->tasks[i];
+        const uint32_t *succ = graph_task_succ(g, t);
+        for (uint32_t k = 0; k < t->nsucc; k++) {
+            uint32_t j = succ[k];
+            if (j <= i || j >= n)
+                return "an edge does not go forward";
+            if (k > 0 && succ[k - 1] >= j)
+                return "successors not sorted or duplicated";
+            if (!conflict(&ts[i], &ts[j]))
+                return "an edge between tasks that do not conflict";
+            npreds[j]++;
+            /* i < j and preds of i come first, so reach[i] is complete. */
+            for (int w = 0; w < WORDS; w++)
+                reach[j][w] |= reach[i][w];
+            reach[j][i / 64] |= 1ull << (i % 64);
+        }
+        total += t->nsucc;
+    }
+    if (total != g->nedges)
+        return "successor lists do not hold every edge";
+    for (uint32_t j = 0; j < n; j++) {
+        if (g->tasks[j].npreds != npreds[j])
+            return "npreds differs from the incoming edges";
+        for (uint32_t i = 0; i < j; i++)
+            if (conflict(&ts[i], &ts[j]) && !(reach[j][i / 64] >> (i % 64) & 1))
+                return "a conflicting pair is not ordered";
+    }
+    return NULL;
+}
+
+static const char *build_and_check(graph *g, const rtask *ts, uint32_t n)
+{
+    for (uint32_t t = 0; t < n; t++) {
+        hg_task_id id;
+        if (add(g, ts[t].args, ts[t].nargs, &id) != 0 || id != t)
+            return "graph_add_task failed";
+    }
+    if (graph_finalize(g, NULL) != 0)
+        return "graph_finalize failed";
+    return check_graph(g, ts, n);
+}
+
+TEST(random_graphs_match_brute_force)
+{
+    static const rparams shapes[] = {
+        {MAX_T, 64, 16},   /* dense overlap: many conflicts */
+        {MAX_T, 1024, 64}, /* sparse: mostly independent */
+        {MAX_T, 256, 256}, /* long views spanning several records */
+        {50, 16, 4},       /* few tasks over a tiny buffer */
+        {MAX_T, 4096, 8},  /* many small records */
+    };
+    static rtask ts[MAX_T];
+    graph g;
+    graph_init(&g); /* one graph reused across all rounds, as the runner does */
+    for (int round = 0; round < 60; round++) {
+        const rparams *p = &shapes[round % 5];
+        random_tasks(ts, p);
+        graph_reset(&g);
+        const char *why = build_and_check(&g, ts, p->ntasks);
+        if (why != NULL)
+            TEST_FAIL_("round %d: %s", round, why);
+    }
+    graph_free(&g);
+}
+
+TEST(reset_rebuilds_the_same_graph)
+{
+    static rtask ts[MAX_T];
+    static uint32_t from[1 << 16], to[1 << 16];
+    rparams p = {MAX_T, 128, 32};
+    random_tasks(ts, &p);
+    graph g;
+    graph_init(&g);
+    ASSERT(build_and_check(&g, ts, MAX_T) == NULL);
+    uint32_t nedges = g.nedges;
+    ASSERT(nedges > 0 && nedges <= (1u << 16));
+    memcpy(from, g.edge_from, nedges * sizeof from[0]);
+    memcpy(to, g.edge_to, nedges * sizeof to[0]);
+    graph_reset(&g);
+    ASSERT_EQ(g.ntasks, 0);
+    ASSERT_EQ(g.nedges, 0);
+    ASSERT(build_and_check(&g, ts, MAX_T) == NULL);
+    ASSERT_EQ(g.nedges, nedges);
+    ASSERT(memcmp(from, g.edge_from, nedges * sizeof from[0]) == 0);
+    ASSERT(memcmp(to, g.edge_to, nedges * sizeof to[0]) == 0);
+    graph_free(&g);
+}
+
+/* -------------------------------------------------------- fixed shapes */
+
+TEST(readers_do_not_order_each_other)
+{
+    graph g;
+    graph_init(&g);
+    graph_targ w = targ(0x1000, 0x1100, HG_OUT), r = targ(0x1000, 0x1100, HG_IN);
+    hg_task_id id;
+    ASSERT_OK(add(&g, &w, 1, &id));
+    for (int i = 0; i < 5; i++)
+        ASSERT_OK(add(&g, &r, 1, &id));
+    ASSERT_EQ(g.nedges, 5); /* each reader after the writer, none between readers */
+    for (uint32_t t = 1; t <= 5; t++)
+        ASSERT(has_edge(&g, 0, t));
+    graph_free(&g);
+}
+
+TEST(writer_follows_readers_since_last_write)
+{
+    graph g;
+    graph_init(&g);
+    hg_task_id id;
+    graph_targ x_out = targ(0x1000, 0x1040, HG_OUT), x_in = targ(0x1000, 0x1040, HG_IN);
+    ASSERT_OK(add(&g, &x_out, 1, &id)); /* 0 */
+    ASSERT_OK(add(&g, &x_in, 1, &id));  /* 1 */
+    ASSERT_OK(add(&g, &x_in, 1, &id));  /* 2 */
+    ASSERT_OK(add(&g, &x_out, 1, &id)); /* 3: after both readers (they follow 0) */
+    uint32_t p[8];
+    ASSERT_EQ(preds_of(&g, 3, p, 8), 2);
+    ASSERT(has_edge(&g, 1, 3) && has_edge(&g, 2, 3));
+    ASSERT_OK(add(&g, &x_in, 1, &id)); /* 4: only the last writer */
+    ASSERT_EQ(preds_of(&g, 4, p, 8), 1);
+    ASSERT(has_edge(&g, 3, 4));
+    graph_targ half = targ(0x1020, 0x1060, HG_INOUT);
+    ASSERT_OK(add(&g, &half, 1, &id)); /* 5: reader 4 of the overlap */
+    ASSERT_EQ(preds_of(&g, 5, p, 8), 1);
+    ASSERT(has_edge(&g, 4, 5));
+    graph_targ tail = targ(0x1050, 0x1058, HG_IN);
+    ASSERT_OK(add(&g, &tail, 1, &id)); /* 6: 5 wrote those bytes */
+    ASSERT_EQ(preds_of(&g, 6, p, 8), 1);
+    ASSERT(has_edge(&g, 5, 6));
+    graph_targ head = targ(0x1000, 0x1008, HG_OUT);
+    ASSERT_OK(add(&g, &head, 1, &id)); /* 7: reader 4 still covers [0x1000, 0x1020) */
+    ASSERT_EQ(preds_of(&g, 7, p, 8), 1);
+    ASSERT(has_edge(&g, 4, 7));
+    graph_free(&g);
+}
+
+TEST(one_task_reading_and_writing_has_no_self_edge)
+{
+    graph g;
+    graph_init(&g);
+    hg_task_id id;
+    graph_targ args[3] = {targ(0x1000, 0x1100, HG_IN), targ(0x1080, 0x1180, HG_OUT),
+                          targ(0x1000, 0x1100, HG_IN)};
+    ASSERT_OK(add(&g, args, 3, &id));
+    ASSERT_EQ(g.nedges, 0);
+    graph_targ r = targ(0x1000, 0x1200, HG_IN);
+    ASSERT_OK(add(&g, &r, 1, &id)); /* reads what task 0 wrote */
+    ASSERT_EQ(g.nedges, 1);
+    graph_targ w = targ(0x1000, 0x1010, HG_OUT);
+    ASSERT_OK(add(&g, &w, 1, &id)); /* bytes task 0 and 1 read */
+    ASSERT(has_edge(&g, 1, 2));
+    ASSERT_OK(graph_finalize(&g, NULL));
+    graph_free(&g);
+}
+
+TEST(explicit_deps_and_dedupe)
+{
+    graph g;
+    graph_init(&g);
+    hg_task_id id;
+    graph_targ a = targ(0x1000, 0x1100, HG_OUT), b = targ(0x2000, 0x2100, HG_OUT);
+    ASSERT_OK(add(&g, &a, 1, &id));
+    ASSERT_OK(add(&g, &b, 1, &id));
+    hg_task_id deps[3] = {0, 0, 1};
+    uint64_t scal[2] = {7, 9};
+    ASSERT_OK(graph_add_task(&g, &kern, NULL, 0, scal, 2, deps, 3, &id, NULL));
+    ASSERT_EQ(id, 2);
+    ASSERT_EQ(g.tasks[2].npreds, 2);
+    ASSERT_EQ(g.nedges, 2);
+    ASSERT_UEQ(graph_task_scalars(&g, &g.tasks[2])[1], 9);
+    /* Three reads of what task 0 wrote plus an explicit dep on it: one edge. */
+    graph_targ reads[3] = {targ(0x1000, 0x1010, HG_IN), targ(0x1010, 0x1020, HG_IN),
+                           targ(0x1080, 0x1100, HG_INOUT)};
+    hg_task_id dep0 = 0;
+    ASSERT_OK(graph_add_task(&g, &kern, reads, 3, NULL, 0, &dep0, 1, &id, NULL));
+    ASSERT_EQ(g.tasks[3].npreds, 1);
+    ASSERT_EQ(g.nedges, 3);
+    ASSERT(has_edge(&g, 0, 3));
+    graph_free(&g);
+}
+
+TEST(bad_tasks_are_rejected_and_leave_the_graph)
+{
+    graph g;
+    graph_init(&g);
+    hg_task_id id;
+    hg_err e;
+    graph_targ a = targ(0x1000, 0x1100, HG_OUT);
+    ASSERT_OK(add(&g, &a, 1, &id));
+    ASSERT_OK(add(&g, &a, 1, &id));
+    hg_task_id self = 2, later = 100;
+    ASSERT_EQ(graph_add_task(&g, &kern, &a, 1, NULL, 0, &self, 1, &id, &e), HG_EINVAL);
+    ASSERT_STR_CONTAINS(e.msg, "dep 2");
+    ASSERT_EQ(graph_add_task(&g, &kern, &a, 1, NULL, 0, &later, 1, &id, &e), HG_EINVAL);
+    ASSERT_STR_CONTAINS(e.msg, "dep 100");
+    ASSERT_EQ(graph_add_task(&g, NULL, &a, 1, NULL, 0, NULL, 0, &id, &e), HG_EINVAL);
+    graph_targ rev = a;
+    rev.lo = rev.hi + 1;
+    ASSERT_EQ(add(&g, &rev, 1, &id), HG_EINVAL);
+    graph_targ none = a;
+    none.read = none.write = false;
+    ASSERT_EQ(add(&g, &none, 1, &id), HG_EINVAL);
+    ASSERT_EQ(graph_add_task(&g, &kern, NULL, 1, NULL, 0, NULL, 0, &id, &e), HG_EINVAL);
+    ASSERT_EQ(graph_add_task(&g, &kern, &a, 1, NULL, 1, NULL, 0, &id, &e), HG_EINVAL);
+    /* Nothing of the failed submits stayed: the next task is 2, after 1. */
+    ASSERT_EQ(g.ntasks, 2);
+    ASSERT_EQ(g.nedges, 1);
+    ASSERT_OK(add(&g, &a, 1, &id));
+    ASSERT_EQ(id, 2);
+    ASSERT_EQ(g.nedges, 2);
+    ASSERT(has_edge(&g, 1, 2));
+    graph_free(&g);
+}
+
+TEST(task_limits)
+{
+    graph g;
+    graph_init(&g);
+    hg_task_id id, deps[HG_MAX_TASK_DEPS + 1];
+    hg_err e;
+    graph_targ args[HG_MAX_TASK_ARGS + 1];
+    uint64_t scal[HG_MAX_TASK_SCALARS + 1] = {0};
+    for (int i = 0; i <= HG_MAX_TASK_ARGS; i++)
+        args[i] = targ(0x1000 + 16 * (hg_devaddr)i, 0x1010 + 16 * (hg_devaddr)i, HG_INOUT);
+    ASSERT_OK(add(&g, args, 1, &id));
+    for (int i = 0; i <= HG_MAX_TASK_DEPS; i++)
+        deps[i] = 0;
+    ASSERT_EQ(add(&g, args, HG_MAX_TASK_ARGS + 1, &id), HG_ELIMIT);
+    ASSERT_OK(add(&g, args, HG_MAX_TASK_ARGS, &id));
+    ASSERT_EQ(graph_add_task(&g, &kern, NULL, 0, scal, HG_MAX_TASK_SCALARS + 1, NULL, 0, &id, &e),
+              HG_ELIMIT);
+    ASSERT_STR_CONTAINS(e.msg, "scalars");
+    ASSERT_OK(graph_add_task(&g, &kern, NULL, 0, scal, HG_MAX_TASK_SCALARS, NULL, 0, &id, &e));
+    ASSERT_EQ(graph_add_task(&g, &kern, NULL, 0, NULL, 0, deps, HG_MAX_TASK_DEPS + 1, &id, &e),
+              HG_ELIMIT);
+    ASSERT_OK(graph_add_task(&g, &kern, NULL, 0, NULL, 0, deps, HG_MAX_TASK_DEPS, &id, &e));
+    ASSERT_EQ(g.tasks[id].npreds, 1);
+    ASSERT_EQ(g.ntasks, 4);
+    graph_free(&g);
+}
+
+TEST(finalize_groups_successors)
+{
+    graph g;
+    graph_init(&g);
+    ASSERT_OK(graph_finalize(&g, NULL)); /* an empty graph is fine */
+    hg_task_id id;
+    graph_targ w = targ(0x1000, 0x1100, HG_OUT), r1 = targ(0x1000, 0x1080, HG_IN),
+               r2 = targ(0x1080, 0x1100, HG_IN), all = targ(0x1000, 0x1100, HG_INOUT);
+    ASSERT_OK(add(&g, &w, 1, &id));        /* 0 */
+    ASSERT_OK(add(&g, &r1, 1, &id));       /* 1 */
+    ASSERT_OK(add(&g, &r2, 1, &id));       /* 2 */
+    ASSERT_OK(add(&g, &all, 1, &id));      /* 3 */
+    for (int pass = 0; pass < 2; pass++) { /* finalizing twice gives the same lists */
+        ASSERT_OK(graph_finalize(&g, NULL));
+        ASSERT_EQ(g.tasks[0].nsucc, 2);
+        ASSERT_EQ(graph_task_succ(&g, &g.tasks[0])[0], 1);
+        ASSERT_EQ(graph_task_succ(&g, &g.tasks[0])[1], 2);
+        ASSERT_EQ(g.tasks[1].nsucc, 1);
+        ASSERT_EQ(graph_task_succ(&g, &g.tasks[1])[0], 3);
+        ASSERT_EQ(g.tasks[2].nsucc, 1);
+        ASSERT_EQ(g.tasks[3].nsucc, 0);
+        ASSERT_EQ(g.tasks[3].npreds, 2);
+    }
+    ASSERT_UEQ(graph_task_args(&g, &g.tasks[2])[0].lo, 0x1080);
+    graph_free(&g);
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* 30k tiles submitted in shuffled order, then overwritten ten times: edges
+ * are exactly the tile chains and the map does not grow with the passes.
+ * The time is printed, never asserted (timings are benchmarks). */
+TEST(tile_graph_scales)
+{
+    enum { NT = 30000, PASSES = 10, TILE = 256 };
+    static uint32_t order[NT];
+    for (uint32_t i = 0; i < NT; i++)
+        order[i] = i;
+    for (uint32_t i = NT - 1; i > 0; i--) {
+        uint32_t j = rnd() % (i + 1), tmp = order[i];
+        order[i] = order[j];
+        order[j] = tmp;
+    }
+    graph g;
+    graph_init(&g);
+    double t0 = now_ms();
+    hg_task_id id;
+    uint32_t regions_after_first = 0;
+    for (int pass = 0; pass < PASSES; pass++) {
+        for (uint32_t i = 0; i < NT; i++) {
+            hg_devaddr lo = 0x100000 + (hg_devaddr)order[i] * TILE;
+            graph_targ a = targ(lo, lo + TILE, pass % 2 ? HG_INOUT : HG_OUT);
+            ASSERT_OK(add(&g, &a, 1, &id));
+        }
+        if (pass == 0)
+            regions_after_first = g.nregions;
+    }
+    ASSERT_OK(graph_finalize(&g, NULL));
+    double ms = now_ms() - t0;
+    ASSERT_EQ(g.ntasks, NT * PASSES);
+    ASSERT_EQ(g.nedges, NT * (PASSES - 1)); /* each tile: a chain of its tasks */
+    ASSERT_EQ(g.tasks[0].nsucc, 1);
+    ASSERT_EQ(graph_task_succ(&g, &g.tasks[0])[0], NT);
+    ASSERT_ULE(g.nregions, regions_after_first + 8);
+    printf("  tile graph: %u tasks, %u edges in %.1f ms\n", g.ntasks, g.nedges, ms);
+    graph_free(&g);
+}
+
+/* Many readers of one weight, then one writer: one edge per reader, and a
+ * fragmented map collapses back to one record. */
+TEST(wide_fan_in_and_collapse)
+{
+    graph g;
+    graph_init(&g);
+    hg_task_id id;
+    graph_targ w = targ(0x1000, 0x1000 + 4096, HG_OUT);
+    ASSERT_OK(add(&g, &w, 1, &id));
+    for (hg_devaddr i = 0; i < 1000; i++) {
+        graph_targ r = targ(0x1000 + (i * 7) % 4000, 0x1000 + (i * 7) % 4000 + 64, HG_IN);
+        ASSERT_OK(add(&g, &r, 1, &id));
+    }
+    ASSERT_EQ(g.nedges, 1000);
+    ASSERT_OK(add(&g, &w, 1, &id));
+    /* Every reader, and task 0 for the last 32 bytes, which nobody read. */
+    ASSERT_EQ(g.tasks[id].npreds, 1001);
+    ASSERT_OK(add(&g, &w, 1, &id));
+    ASSERT_EQ(g.tasks[id].npreds, 1);
+    graph_free(&g);
+}
+
+int main(void)
+{
+    return RUN_TESTS();
+}
