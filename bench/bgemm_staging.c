@@ -8,6 +8,9 @@
  * points run in one process, side by side, so the ratios compare.
  *
  *     bgemm_staging [rounds=5] [device=sim:cube=1,vector=2]
+ *
+ * Run it twice, without and with a link model (e.g. sim:cores=4,link_gbps=1),
+ * to see how the split moves when copies cost what a bus costs.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +19,7 @@
 #include "scene/scene.h"
 
 typedef struct point {
-    int64_t grid, tile;
+    int64_t grid, tile, grid_k;
 } point;
 
 static int cmp_u64(const void *a, const void *b)
@@ -31,20 +34,25 @@ static double median_ms(uint64_t *v, int n)
     return (double)v[n / 2] / 1e6;
 }
 
-static int param_index(const scene *s, const char *name)
+static int set_param(const scene *s, int64_t *params, const char *key, int64_t value)
 {
-    for (uint32_t i = 0; i < s->nparams; i++)
-        if (strcmp(s->params[i].name, name) == 0)
-            return (int)i;
-    return -1;
+    char kv[64];
+    hg_err e;
+    snprintf(kv, sizeof kv, "%s=%lld", key, (long long)value);
+    if (scene_param_set(s, params, kv, &e) != 0) {
+        fprintf(stderr, "%s\n", e.msg);
+        return 1;
+    }
+    return 0;
 }
 
 static int bench_point(hg_device *dev, const scene *s, point pt, int rounds)
 {
     int64_t params[SCENE_MAX_PARAMS];
     scene_params_default(s, params);
-    params[param_index(s, "grid")] = pt.grid;
-    params[param_index(s, "tile")] = pt.tile;
+    if (set_param(s, params, "grid", pt.grid) || set_param(s, params, "tile", pt.tile) ||
+        set_param(s, params, "grid_k", pt.grid_k))
+        return 1;
     scene_case *c;
     hg_err e;
     hg_runner *r;
@@ -67,8 +75,8 @@ static int bench_point(hg_device *dev, const scene *s, point pt, int rounds)
     }
     double b = median_ms(bind, rounds), x = median_ms(exec, rounds);
     double k = median_ms(back, rounds), w = median_ms(wall, rounds);
-    printf("%5lld %5lld %7u %9.3f %9.3f %9.3f %9.3f %8.2f %12llu %12llu\n", (long long)pt.grid,
-           (long long)pt.tile, st.tasks, w, b, x, k, (b + k) / x,
+    printf("%5lld %5lld %6lld %7u %9.3f %9.3f %9.3f %9.3f %8.2f %12llu %12llu\n", (long long)pt.grid,
+           (long long)pt.tile, (long long)pt.grid_k, st.tasks, w, b, x, k, (b + k) / x,
            (unsigned long long)st.h2d_bytes, (unsigned long long)st.d2h_bytes);
     hg_runner_close(r);
     scene_case_destroy(c);
@@ -90,10 +98,10 @@ int main(int argc, char **argv)
         return 2;
     }
     const scene *s = scene_find("bgemm");
-    const point pts[] = {{4, 32}, {8, 64}, {4, 256}, {16, 64}, {2, 512}, {1, 1024}};
+    const point pts[] = {{4, 32, 0}, {8, 32, 1}, {16, 64, 1}, {8, 128, 1}, {4, 256, 1}};
     printf("device %s, %d rounds, medians in ms; staging/exec = (bind + copy back) / execute\n",
            hg_device_spec(dev), rounds);
-    printf(" grid  tile   tasks   wall_ms   bind_ms   exec_ms   back_ms  stg/exec    h2d_bytes"
+    printf(" grid  tile grid_k   tasks   wall_ms   bind_ms   exec_ms   back_ms  stg/exec    h2d_bytes"
            "    d2h_bytes\n");
     int rc = 0;
     for (size_t i = 0; i < sizeof pts / sizeof pts[0] && rc == 0; i++)

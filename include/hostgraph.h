@@ -317,6 +317,11 @@ int hg_orch_host_view(hg_orch *o, uint32_t arg, const void **out);
  * arg index (for task args) goes to *arg, its view to *view. */
 int hg_orch_scratch(hg_orch *o, const char *name, hg_dtype dtype, uint32_t ndims,
                     const size_t *shape, uint32_t *arg, hg_tensor *view);
+/* Fails the run with `code` (a negative HG_E* code) and a message naming what
+ * the orchestration found wrong, e.g. hg_orch_fail(o, HG_EINVAL, "config:
+ * tile %lld does not divide %zu", ...).  Returns `code`, so an orchestration
+ * can `return hg_orch_fail(...)`.  The first failure of a run is kept. */
+int hg_orch_fail(hg_orch *o, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Submits a task.  Dependencies are inferred from overlapping byte regions:
  * a reader depends on the last writers of what it reads; a writer depends on
  * earlier readers and writers of what it writes. */

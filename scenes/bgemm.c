@@ -17,12 +17,12 @@
 #include "scene/scene.h"
 #include "tensor/checked.h"
 
-enum { P_TILES, P_TILE, P_KTILES };
+enum { P_GRID, P_TILE, P_GRID_K };
 
 static const scene_param bgemm_params[] = {
-    [P_TILES] = {"tiles", 4, 1, 16, "tiles per side of C (grid_m = grid_n)"},
-    [P_TILE] = {"tile", 32, 1, 256, "tile edge in elements"},
-    [P_KTILES] = {"ktiles", 0, 0, 16, "tiles along K (0: same as tiles)"},
+    [P_GRID] = {"grid", 4, 1, 16, "tiles per side of C (grid_m = grid_n)", "tiles"},
+    [P_TILE] = {"tile", 32, 1, 512, "tile edge in elements"},
+    [P_GRID_K] = {"grid_k", 0, 0, 16, "tiles along K (0: same as grid)"},
 };
 
 enum { CFG_TILE, CFG_GM, CFG_GN, CFG_GK, CFG_LEN };
@@ -154,8 +154,14 @@ static int bgemm_orchestrate(hg_orch *o, void *user)
     if (rc != 0 || (rc = hg_orch_host_view(o, idx[3], &host)) != 0)
         return rc;
     bgemm_grid g;
-    if (!config_read(&args[3]->tensor, host, &g) || !config_fits(&g, args))
-        return HG_EINVAL;
+    if (!config_read(&args[3]->tensor, host, &g))
+        return hg_orch_fail(o, HG_EINVAL, "arg 'config': not 4 positive i64 (tile, grid_m, "
+                                          "grid_n, grid_k) whose products fit in size_t");
+    if (!config_fits(&g, args))
+        return hg_orch_fail(o, HG_EINVAL,
+                            "arg 'config': tile %zu, grid %zu x %zu x %zu does not match the "
+                            "shapes of A, B and C",
+                            g.tile, g.gm, g.gn, g.gk);
     size_t shape[2] = {g.product_rows, g.tile};
     for (int a = 0; a < 3; a++) {
         l.idx[a] = idx[a];
@@ -192,8 +198,8 @@ static void bgemm_golden(const float *a, const float *b, const float *c0, size_t
 
 static int bgemm_make(const int64_t *params, scene_case *c, hg_err *err)
 {
-    size_t t = (size_t)params[P_TILE], g = (size_t)params[P_TILES];
-    size_t gk = params[P_KTILES] > 0 ? (size_t)params[P_KTILES] : g;
+    size_t t = (size_t)params[P_TILE], g = (size_t)params[P_GRID];
+    size_t gk = params[P_GRID_K] > 0 ? (size_t)params[P_GRID_K] : g;
     size_t m = g * t, n = g * t, k = gk * t;
     size_t sa[2] = {m, k}, sb[2] = {k, n}, sc[2] = {m, n}, scfg[1] = {CFG_LEN};
     uint32_t a, b, cc, cfg;

@@ -43,7 +43,7 @@ static int vector_add_orchestrate(hg_orch *o, void *user)
     size_t n = args[0]->tensor.shape[0];
     size_t tile = (size_t)args[3]->scalar;
     if (tile == 0)
-        return HG_EINVAL;
+        return hg_orch_fail(o, HG_EINVAL, "arg 'tile': 0, want a positive tile length");
     for (size_t start = 0; start < n; start += tile) {
         size_t len = n - start < tile ? n - start : tile;
         hg_task_arg targs[3];

@@ -48,8 +48,9 @@ static void print_params(FILE *f, const scene *s, bool verbose)
     for (uint32_t i = 0; i < s->nparams; i++) {
         const scene_param *p = &s->params[i];
         if (verbose)
-            fprintf(f, "    %-8s default %lld, range [%lld, %lld]: %s\n", p->name,
-                    (long long)p->def, (long long)p->min, (long long)p->max, p->help);
+            fprintf(f, "    %-8s default %lld, range [%lld, %lld]: %s%s%s\n", p->name,
+                    (long long)p->def, (long long)p->min, (long long)p->max, p->help,
+                    p->alias ? "; also spelled " : "", p->alias ? p->alias : "");
         else
             fprintf(f, "%s%s=%lld", i > 0 ? " " : "", p->name, (long long)p->def);
     }

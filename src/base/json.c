@@ -2,6 +2,7 @@
 #include "base/json.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 void json_write_string(FILE *f, const char *s)
 {
@@ -30,6 +31,18 @@ void json_write_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* The fewest significant digits (15..17) that read back as exactly v. */
+static int json_shortest_digits(double v)
+{
+    char buf[40];
+    for (int digits = 15; digits < 17; digits++) {
+        snprintf(buf, sizeof buf, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v)
+            return digits;
+    }
+    return 17;
+}
+
 void json_write_number(FILE *f, double v)
 {
     if (!isfinite(v))
@@ -37,5 +50,5 @@ void json_write_number(FILE *f, double v)
     else if (v == (double)(long long)v && fabs(v) < 9.0e15)
         fprintf(f, "%lld", (long long)v);
     else
-        fprintf(f, "%.17g", v);
+        fprintf(f, "%.*g", json_shortest_digits(v), v);
 }

@@ -14,7 +14,9 @@
 /* Executes a finalized graph on dev's cores.  Records a span per task into
  * `trace` when it is not NULL (`run` labels them).  Kernels get translated
  * pointers (device_translate) on the core threads.  Returns 0, HG_EKERNEL,
- * HG_ERANGE (an arg no longer translates) or HG_ENOMEM. */
+ * HG_ERANGE (an arg no longer translates), HG_ENOMEM, HG_EUNSUPPORTED (no
+ * core of a task's type), HG_ELIMIT (too many task args) or HG_EINVAL (a
+ * malformed task, or a graph that cannot progress). */
 int exec_run(hg_device *dev, const graph *g, hg_trace *trace, uint32_t run, hg_err *e);
 
 #endif

@@ -4,6 +4,8 @@
  * addresses here (stage_resolve), so the graph and the scheduler below see
  * device regions only.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "device/device.h"
@@ -15,6 +17,23 @@ static int orch_fail(hg_orch *o, int rc)
     if (rc != 0 && o->failed == 0)
         o->failed = rc;
     return rc;
+}
+
+int hg_orch_fail(hg_orch *o, int code, const char *fmt, ...)
+{
+    if (o == NULL)
+        return HG_EINVAL;
+    if (code >= 0)
+        code = HG_EINVAL; /* a failure must fail the run */
+    if (o->failed != 0)
+        return code; /* keep the first failure's message */
+    hg_err *e = &o->runner->err;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->msg, sizeof e->msg, fmt ? fmt : "orchestration failed", ap);
+    va_end(ap);
+    e->code = code;
+    return orch_fail(o, code);
 }
 
 uint32_t hg_orch_num_args(const hg_orch *o)

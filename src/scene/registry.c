@@ -42,10 +42,15 @@ void scene_params_default(const scene *s, int64_t *params)
         params[i] = s->params[i].def;
 }
 
+static bool key_is(const char *name, const char *key, size_t keylen)
+{
+    return name != NULL && strlen(name) == keylen && strncmp(name, key, keylen) == 0;
+}
+
 static int param_index(const scene *s, const char *key, size_t keylen)
 {
     for (uint32_t i = 0; i < s->nparams; i++) {
-        if (strlen(s->params[i].name) == keylen && strncmp(s->params[i].name, key, keylen) == 0)
+        if (key_is(s->params[i].name, key, keylen) || key_is(s->params[i].alias, key, keylen))
             return (int)i;
     }
     return -1;

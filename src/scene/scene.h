@@ -29,6 +29,7 @@ typedef struct scene_param {
     const char *name;
     int64_t def, min, max;
     const char *help;
+    const char *alias; /* a second accepted key (an older spelling), or NULL */
 } scene_param;
 
 /* One checked output: arg `arg` of the case (a dense host tensor from element
@@ -123,7 +124,7 @@ int scene_orch_lookup(hg_orch *o, const char *const *names, uint32_t n, uint32_t
 typedef struct scene_check_result {
     bool pass;
     const char *output; /* the first failing output's arg name, else the last checked */
-    double max_abs_err, max_rel_err; /* of that output */
+    double max_abs_err, max_rel_err; /* of the failing output; if all pass, the worst of all */
     size_t first_bad;                /* first mismatching element; SIZE_MAX if none */
 } scene_check_result;
 
@@ -156,7 +157,7 @@ typedef struct scene_run_opts {
     const char *json_path;   /* NULL: no JSON report */
     const char *trace_path;  /* NULL: no trace */
     bool quiet;              /* print only the summary */
-    uint64_t start_ns;       /* when the command started (overall_ms) */
+    uint64_t start_ns;       /* when the command started (overall_ms); 0: at scene_run_case */
     FILE *out;               /* table and summary */
     FILE *err;               /* error lines */
     scene_round_fn on_round; /* NULL: none */

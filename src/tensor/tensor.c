@@ -120,8 +120,8 @@ int tensor_validate(const hg_tensor *t, const char *what, hg_err *e)
     if (rc == 0)
         rc = hg_tensor_extent(t, &lo, &hi);
     if (rc != 0)
-        return err_set(e, rc, "%s: %s-byte view at element offset %zu: extent overflows", what,
-                       hg_dtype_name(t->dtype), t->offset);
+        return err_set(e, rc, "%s: %u-dim %s view at element offset %zu: its size overflows", what,
+                       t->ndims, hg_dtype_name(t->dtype), t->offset);
     /* A device view's extent must also fit the 64-bit device address space. */
     hg_devaddr end;
     if (t->host == NULL && hi > 0 && __builtin_add_overflow(t->device, (hg_devaddr)hi, &end))

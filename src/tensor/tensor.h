@@ -10,8 +10,8 @@
 #include "base/error.h"
 #include "hostgraph.h"
 
-/* Validates a view's own fields (dtype in range, 1 <= ndims <= HG_MAX_DIMS
- * ... ndims may be 0 for a scalar-shaped view of one element) and that its
+/* Validates a view's own fields (dtype in range, ndims <= HG_MAX_DIMS, where
+ * ndims 0 is a view of one element) and that its
  * extent is computable without overflow.  `what` names it in the message
  * ("arg 'a'"). */
 int tensor_validate(const hg_tensor *t, const char *what, hg_err *e);

@@ -44,11 +44,11 @@ expect_rc "--help exits 0" 0 --help
 check "--help shows usage" grep -q 'hostgraph run SCENE' "$TMP/out"
 expect_rc "run --help exits 0" 0 run --help
 check "run --help lists flags and params" grep -q -- '--residency' "$TMP/out"
-check "run --help lists scene params" grep -q 'tiles' "$TMP/out"
+check "run --help lists scene params" grep -q 'grid_k' "$TMP/out"
 expect_rc "list exits 0" 0 list
 check "list has one line per scene" test "$(wc -l <"$TMP/out")" -eq 2
 check "list shows vector_add with defaults" grep -Eq '^vector_add .*n=1048576 tile=65536' "$TMP/out"
-check "list shows bgemm with defaults" grep -Eq '^bgemm .*tiles=4 tile=32' "$TMP/out"
+check "list shows bgemm with defaults" grep -Eq '^bgemm .*grid=4 tile=32 grid_k=0' "$TMP/out"
 
 # ---- a good run: table, rows, summary
 expect_rc "run vector_add exits 0" 0 run vector_add --rounds 3 --param n=4096 --param tile=512
@@ -58,7 +58,7 @@ check "a row per round, golden pass" test "$(grep -Ec '^[123] .* pass$' "$TMP/ou
 check "rows show exact bytes" grep -Eq '^2 +([0-9.]+ +){5}32768 +16384 +pass$' "$TMP/out"
 SUMMARY='^first round [0-9.]+ ms    later rounds avg [0-9.]+ ms    overall [0-9.]+ ms$'
 check "summary line" grep -Eq "$SUMMARY" "$TMP/out"
-expect_rc "--quiet exits 0" 0 run bgemm --rounds 2 --quiet --param tiles=2
+expect_rc "--quiet exits 0" 0 run bgemm --rounds 2 --quiet --param grid=2
 check "--quiet prints only the summary" test "$(wc -l <"$TMP/out")" -eq 1
 check "--quiet line is the summary" grep -Eq "$SUMMARY" "$TMP/out"
 expect_rc "--skip-golden exits 0" 0 run vector_add --skip-golden --param n=1000 --residency off
@@ -95,7 +95,7 @@ expect_rc "bad device spec" 3 run vector_add --device tpu
 check "bad device spec is one line" test "$(wc -l <"$TMP/err")" -eq 1
 expect_rc "unwritable json" 3 run vector_add --param n=100 --json "$TMP/no/such/dir/out.json"
 
-# ---- the JSON report
+# ---- the JSON report ("tiles" is the issue's spelling of bgemm's grid)
 expect_rc "bgemm with json and trace" 0 run bgemm --rounds 3 --param tiles=2 --param tile=8 \
     --json "$TMP/out.json" --trace "$TMP/trace.json"
 check "json fields present and typed" python3 - "$TMP/out.json" <<'EOF'
@@ -103,7 +103,7 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 num = (int, float)
 assert r["scene"] == "bgemm" and isinstance(r["device"], str) and r["residency"] == "off"
-assert r["params"] == {"tiles": 2, "tile": 8, "ktiles": 0}, r["params"]
+assert r["params"] == {"grid": 2, "tile": 8, "grid_k": 0}, r["params"]
 assert len(r["rounds"]) == 3
 for i, rd in enumerate(r["rounds"]):
     assert rd["round"] == i + 1
@@ -130,7 +130,7 @@ lanes = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
 device_pids = {e["pid"] for e in events if e.get("ph") == "M" and e["name"] == "process_name"
                and e["args"]["name"] == "device"}
 tasks = [e for e in slices if e["pid"] in device_pids]
-# tiles=2 (and ktiles = tiles): 2*2*2 (i, j, k) GEMMs and as many ADDs, 3 rounds.
+# grid=2 (and grid_k = grid): 2*2*2 (i, j, k) GEMMs and as many ADDs, 3 rounds.
 assert len(tasks) == 3 * 16, len(tasks)
 assert {e["name"] for e in tasks} == {"gemm", "add"}
 assert all((e["pid"], e["tid"]) in lanes for e in tasks)

@@ -393,6 +393,23 @@ TEST(finalize_groups_successors)
     graph_free(&g);
 }
 
+TEST(empty_args_and_top_of_address_space)
+{
+    graph g;
+    graph_init(&g);
+    hg_task_id id;
+    graph_targ empty = targ(0, 0, HG_INOUT), top = targ(UINT64_MAX - 16, UINT64_MAX, HG_OUT);
+    ASSERT_OK(add(&g, &empty, 1, &id));
+    ASSERT_OK(add(&g, &empty, 1, &id));
+    ASSERT_EQ(g.nedges, 0); /* zero-byte views never conflict */
+    ASSERT_OK(add(&g, &top, 1, &id));
+    graph_targ last = targ(UINT64_MAX - 1, UINT64_MAX, HG_IN);
+    ASSERT_OK(add(&g, &last, 1, &id));
+    ASSERT(has_edge(&g, 2, 3));
+    ASSERT_EQ(g.nedges, 1);
+    graph_free(&g);
+}
+
 static double now_ms(void)
 {
     struct timespec ts;

@@ -375,6 +375,27 @@ TEST(bad_task_args_fail_the_run_with_named_errors)
     fixture_close(&f);
 }
 
+static int orch_fail_twice(hg_orch *o, void *user)
+{
+    hg_orch_fail(o, HG_ERANGE, "arg 'config': tile %d is too large", 99);
+    hg_orch_fail(o, HG_EINVAL, "a second failure");
+    return 0; /* ignores both: the run must still fail with the first */
+}
+
+TEST(orchestration_failure_keeps_the_first_message_and_fails_the_run)
+{
+    fixture f;
+    ASSERT_OK(fixture_open(&f, "sim:cores=1", HG_OUT));
+    hg_callable c = {"failing", orch_fail_twice, NULL};
+    hg_run_stats s;
+    ASSERT_EQ(hg_runner_run(f.runner, &c, f.args, 2, &s), HG_ERANGE);
+    ASSERT_STR_EQ(hg_runner_errmsg(f.runner), "arg 'config': tile 99 is too large");
+    ASSERT_UEQ(s.d2h_bytes, 0);
+    hg_callable ok = {"pair", orch_pair, (void *)&K_DOUBLE};
+    ASSERT_OK(hg_runner_run(f.runner, &ok, f.args, 2, NULL));
+    fixture_close(&f);
+}
+
 TEST(trace_has_five_stage_spans_per_run_and_a_span_per_task)
 {
     fixture f;

@@ -97,7 +97,7 @@ TEST(vector_add_passes_every_round_with_exact_bytes)
 
 TEST(bgemm_passes_every_round_with_exact_bytes)
 {
-    static const char *const kv[] = {"tiles=3", "tile=8", "ktiles=2"};
+    static const char *const kv[] = {"grid=3", "tile=8", "grid_k=2"};
     const uint64_t m = 24, n = 24, k = 16;
     const uint64_t a = m * k * 4, b = k * n * 4, c = m * n * 4, config = 4 * 8;
     /* A, B, C (INOUT) and config go in; only C comes back */
@@ -246,8 +246,8 @@ TEST(unknown_malformed_and_out_of_range_params_are_rejected)
         {"vector_add", "n=99999999999999999999999", HG_EINVAL},
         {"vector_add", "n=-1", HG_ERANGE},
         {"bgemm", "tile=0", HG_ERANGE},
-        {"bgemm", "tiles=100000", HG_ERANGE},
-        {"bgemm", "ktiles=-3", HG_ERANGE},
+        {"bgemm", "grid=100000", HG_ERANGE},
+        {"bgemm", "grid_k=-3", HG_ERANGE},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const scene *s = scene_find(cases[i].scene);
@@ -267,8 +267,10 @@ TEST(valid_params_apply_and_make_rechecks_ranges)
     const scene *s = scene_find("bgemm");
     int64_t params[SCENE_MAX_PARAMS];
     scene_params_default(s, params);
-    ASSERT_OK(scene_param_set(s, params, "tiles=7", NULL));
+    ASSERT_OK(scene_param_set(s, params, "grid=7", NULL));
     ASSERT_EQ(params[0], 7);
+    ASSERT_OK(scene_param_set(s, params, "tiles=5", NULL)); /* the spelling */
+    ASSERT_EQ(params[0], 5);
     ASSERT(scene_find("no_such_scene") == NULL);
     params[1] = 0; /* past the parser: make() still refuses it */
     scene_case *c = (scene_case *)1;
