@@ -57,8 +57,8 @@ static int bench_point(hg_device *dev, const scene *s, point pt, int rounds)
     hg_err e;
     hg_runner *r;
     if (scene_case_make(s, params, &c, &e) != 0 || hg_runner_open(dev, &r) != 0) {
-        fprintf(stderr, "bgemm grid=%lld tile=%lld: %s\n", (long long)pt.grid,
-                (long long)pt.tile, e.msg);
+        fprintf(stderr, "bgemm grid=%lld tile=%lld: %s\n", (long long)pt.grid, (long long)pt.tile,
+                e.msg);
         return 1;
     }
     uint64_t bind[64], exec[64], back[64], wall[64];
@@ -75,9 +75,9 @@ static int bench_point(hg_device *dev, const scene *s, point pt, int rounds)
     }
     double b = median_ms(bind, rounds), x = median_ms(exec, rounds);
     double k = median_ms(back, rounds), w = median_ms(wall, rounds);
-    printf("%5lld %5lld %6lld %7u %9.3f %9.3f %9.3f %9.3f %8.2f %12llu %12llu\n", (long long)pt.grid,
-           (long long)pt.tile, (long long)pt.grid_k, st.tasks, w, b, x, k, (b + k) / x,
-           (unsigned long long)st.h2d_bytes, (unsigned long long)st.d2h_bytes);
+    printf("%5lld %5lld %6lld %7u %9.3f %9.3f %9.3f %9.3f %8.2f %12llu %12llu\n",
+           (long long)pt.grid, (long long)pt.tile, (long long)pt.grid_k, st.tasks, w, b, x, k,
+           (b + k) / x, (unsigned long long)st.h2d_bytes, (unsigned long long)st.d2h_bytes);
     hg_runner_close(r);
     scene_case_destroy(c);
     return 0;
@@ -101,8 +101,9 @@ int main(int argc, char **argv)
     const point pts[] = {{4, 32, 0}, {8, 32, 1}, {16, 64, 1}, {8, 128, 1}, {4, 256, 1}};
     printf("device %s, %d rounds, medians in ms; staging/exec = (bind + copy back) / execute\n",
            hg_device_spec(dev), rounds);
-    printf(" grid  tile grid_k   tasks   wall_ms   bind_ms   exec_ms   back_ms  stg/exec    h2d_bytes"
-           "    d2h_bytes\n");
+    printf(
+        " grid  tile grid_k   tasks   wall_ms   bind_ms   exec_ms   back_ms  stg/exec    h2d_bytes"
+        "    d2h_bytes\n");
     int rc = 0;
     for (size_t i = 0; i < sizeof pts / sizeof pts[0] && rc == 0; i++)
         rc = bench_point(dev, s, pts[i], rounds);

@@ -38,18 +38,18 @@ extern "C" {
 
 enum {
     HG_OK = 0,
-    HG_EINVAL = -1,      /* an argument is malformed (names it in the message) */
-    HG_EOVERFLOW = -2,   /* a size computation would overflow */
-    HG_ELIMIT = -3,      /* a fixed limit was exceeded (args, scalars, dims) */
-    HG_ENOMEM = -4,      /* host memory allocation failed */
-    HG_EDEVMEM = -5,     /* device memory allocation failed */
-    HG_ECOPY = -6,       /* a host<->device copy failed */
-    HG_EKERNEL = -7,     /* a kernel returned an error */
-    HG_ENOHOSTVIEW = -8, /* host code read an arg that is only a device view */
-    HG_ERANGE = -9,      /* a view reaches outside its buffer or arg */
-    HG_ENOTFOUND = -10,  /* no such scene, arg, param or device address */
-    HG_EIO = -11,        /* a file could not be read or written */
-    HG_ESTALE = -12,     /* a resident copy no longer matches its host buffer */
+    HG_EINVAL = -1,       /* an argument is malformed (names it in the message) */
+    HG_EOVERFLOW = -2,    /* a size computation would overflow */
+    HG_ELIMIT = -3,       /* a fixed limit was exceeded (args, scalars, dims) */
+    HG_ENOMEM = -4,       /* host memory allocation failed */
+    HG_EDEVMEM = -5,      /* device memory allocation failed */
+    HG_ECOPY = -6,        /* a host<->device copy failed */
+    HG_EKERNEL = -7,      /* a kernel returned an error */
+    HG_ENOHOSTVIEW = -8,  /* host code read an arg that is only a device view */
+    HG_ERANGE = -9,       /* a view reaches outside its buffer or arg */
+    HG_ENOTFOUND = -10,   /* no such scene, arg, param or device address */
+    HG_EIO = -11,         /* a file could not be read or written */
+    HG_ESTALE = -12,      /* a resident copy no longer matches its host buffer */
     HG_EUNSUPPORTED = -13 /* the device cannot do what was asked */
 };
 
@@ -252,17 +252,17 @@ typedef struct hg_kernel_ctx {
     uint32_t nargs;
     const uint64_t *scalars;
     uint32_t nscalars;
-    uint32_t core;           /* which device core runs it */
-    hg_core_type core_type;  /* the kernel's type */
+    uint32_t core;          /* which device core runs it */
+    hg_core_type core_type; /* the kernel's type */
 } hg_kernel_ctx;
 
 /* Returns 0, or non-zero to fail the run with HG_EKERNEL. */
 typedef int (*hg_kernel_fn)(const hg_kernel_ctx *ctx);
 
 typedef struct hg_kernel {
-    const char *name;     /* shown in traces and errors */
+    const char *name; /* shown in traces and errors */
     hg_kernel_fn fn;
-    hg_core_type core;    /* HG_CORE_CUBE or HG_CORE_VECTOR */
+    hg_core_type core; /* HG_CORE_CUBE or HG_CORE_VECTOR */
 } hg_kernel;
 
 /* ------------------------------------------------------------ orchestration */
@@ -278,9 +278,9 @@ typedef struct hg_callable {
     void *user;
 } hg_callable;
 
-#define HG_MAX_TASK_ARGS 16
+#define HG_MAX_TASK_ARGS    16
 #define HG_MAX_TASK_SCALARS 16
-#define HG_MAX_TASK_DEPS 64
+#define HG_MAX_TASK_DEPS    64
 
 typedef uint32_t hg_task_id;
 
@@ -346,13 +346,13 @@ size_t hg_trace_num_task_spans(const hg_trace *t);
 typedef struct hg_runner hg_runner;
 
 typedef struct hg_run_stats {
-    uint64_t wall_ns;                        /* the whole run */
+    uint64_t wall_ns; /* the whole run */
     uint64_t bind_ns, orch_ns, exec_ns, copyback_ns, release_ns;
-    uint64_t h2d_bytes, d2h_bytes;           /* bytes this run copied */
-    uint64_t h2d_copies, d2h_copies;         /* copy calls this run made */
-    uint64_t device_allocs;                  /* device allocations this run made */
-    uint32_t tasks, edges;                   /* graph size */
-    size_t retained_bytes;                   /* retained buffer capacity after the run */
+    uint64_t h2d_bytes, d2h_bytes;   /* bytes this run copied */
+    uint64_t h2d_copies, d2h_copies; /* copy calls this run made */
+    uint64_t device_allocs;          /* device allocations this run made */
+    uint32_t tasks, edges;           /* graph size */
+    size_t retained_bytes;           /* retained buffer capacity after the run */
 } hg_run_stats;
 
 int hg_runner_open(hg_device *dev, hg_runner **out);

@@ -155,8 +155,9 @@ static int bgemm_orchestrate(hg_orch *o, void *user)
         return rc;
     bgemm_grid g;
     if (!config_read(&args[3]->tensor, host, &g))
-        return hg_orch_fail(o, HG_EINVAL, "arg 'config': not 4 positive i64 (tile, grid_m, "
-                                          "grid_n, grid_k) whose products fit in size_t");
+        return hg_orch_fail(o, HG_EINVAL,
+                            "arg 'config': not 4 positive i64 (tile, grid_m, "
+                            "grid_n, grid_k) whose products fit in size_t");
     if (!config_fits(&g, args))
         return hg_orch_fail(o, HG_EINVAL,
                             "arg 'config': tile %zu, grid %zu x %zu x %zu does not match the "

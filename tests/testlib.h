@@ -38,67 +38,67 @@ static inline void test_register(const char *name, test_fn fn)
     }
 }
 
-#define TEST(name)                                                  \
-    static void test_##name(void);                                  \
-    __attribute__((constructor)) static void test_reg_##name(void)  \
-    {                                                               \
-        test_register(#name, test_##name);                          \
-    }                                                               \
+#define TEST(name)                                                                                 \
+    static void test_##name(void);                                                                 \
+    __attribute__((constructor)) static void test_reg_##name(void)                                 \
+    {                                                                                              \
+        test_register(#name, test_##name);                                                         \
+    }                                                                                              \
     static void test_##name(void)
 
-#define TEST_FAIL_(...)                                             \
-    do {                                                            \
-        fprintf(stderr, "  %s:%d: ", __FILE__, __LINE__);           \
-        fprintf(stderr, __VA_ARGS__);                               \
-        fprintf(stderr, "\n");                                      \
-        test_failed_now = 1;                                        \
-        return;                                                     \
+#define TEST_FAIL_(...)                                                                            \
+    do {                                                                                           \
+        fprintf(stderr, "  %s:%d: ", __FILE__, __LINE__);                                          \
+        fprintf(stderr, __VA_ARGS__);                                                              \
+        fprintf(stderr, "\n");                                                                     \
+        test_failed_now = 1;                                                                       \
+        return;                                                                                    \
     } while (0)
 
-#define ASSERT(cond)                                                \
-    do {                                                            \
-        if (!(cond))                                                \
-            TEST_FAIL_("ASSERT(%s) failed", #cond);                 \
+#define ASSERT(cond)                                                                               \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            TEST_FAIL_("ASSERT(%s) failed", #cond);                                                \
     } while (0)
 
-#define ASSERT_INT_OP_(a, op, b)                                               \
-    do {                                                                       \
-        long long va_ = (long long)(a), vb_ = (long long)(b);                  \
-        if (!(va_ op vb_))                                                     \
-            TEST_FAIL_("%s %s %s failed: %lld vs %lld", #a, #op, #b, va_, vb_); \
+#define ASSERT_INT_OP_(a, op, b)                                                                   \
+    do {                                                                                           \
+        long long va_ = (long long)(a), vb_ = (long long)(b);                                      \
+        if (!(va_ op vb_))                                                                         \
+            TEST_FAIL_("%s %s %s failed: %lld vs %lld", #a, #op, #b, va_, vb_);                    \
     } while (0)
 
-#define ASSERT_UINT_OP_(a, op, b)                                                     \
-    do {                                                                              \
-        unsigned long long va_ = (unsigned long long)(a), vb_ = (unsigned long long)(b); \
-        if (!(va_ op vb_))                                                            \
-            TEST_FAIL_("%s %s %s failed: %llu vs %llu", #a, #op, #b, va_, vb_);       \
+#define ASSERT_UINT_OP_(a, op, b)                                                                  \
+    do {                                                                                           \
+        unsigned long long va_ = (unsigned long long)(a), vb_ = (unsigned long long)(b);           \
+        if (!(va_ op vb_))                                                                         \
+            TEST_FAIL_("%s %s %s failed: %llu vs %llu", #a, #op, #b, va_, vb_);                    \
     } while (0)
 
-#define ASSERT_EQ(a, b) ASSERT_INT_OP_(a, ==, b)
-#define ASSERT_NE(a, b) ASSERT_INT_OP_(a, !=, b)
-#define ASSERT_LT(a, b) ASSERT_INT_OP_(a, <, b)
-#define ASSERT_LE(a, b) ASSERT_INT_OP_(a, <=, b)
-#define ASSERT_GT(a, b) ASSERT_INT_OP_(a, >, b)
-#define ASSERT_GE(a, b) ASSERT_INT_OP_(a, >=, b)
+#define ASSERT_EQ(a, b)  ASSERT_INT_OP_(a, ==, b)
+#define ASSERT_NE(a, b)  ASSERT_INT_OP_(a, !=, b)
+#define ASSERT_LT(a, b)  ASSERT_INT_OP_(a, <, b)
+#define ASSERT_LE(a, b)  ASSERT_INT_OP_(a, <=, b)
+#define ASSERT_GT(a, b)  ASSERT_INT_OP_(a, >, b)
+#define ASSERT_GE(a, b)  ASSERT_INT_OP_(a, >=, b)
 #define ASSERT_UEQ(a, b) ASSERT_UINT_OP_(a, ==, b)
 #define ASSERT_ULE(a, b) ASSERT_UINT_OP_(a, <=, b)
 #define ASSERT_UGE(a, b) ASSERT_UINT_OP_(a, >=, b)
-#define ASSERT_OK(expr) ASSERT_EQ((expr), 0)
+#define ASSERT_OK(expr)  ASSERT_EQ((expr), 0)
 
-#define ASSERT_STR_EQ(a, b)                                                   \
-    do {                                                                      \
-        const char *sa_ = (a), *sb_ = (b);                                    \
-        if (sa_ == NULL || sb_ == NULL || strcmp(sa_, sb_) != 0)              \
-            TEST_FAIL_("%s == %s failed: \"%s\" vs \"%s\"", #a, #b,           \
-                       sa_ ? sa_ : "(null)", sb_ ? sb_ : "(null)");           \
+#define ASSERT_STR_EQ(a, b)                                                                        \
+    do {                                                                                           \
+        const char *sa_ = (a), *sb_ = (b);                                                         \
+        if (sa_ == NULL || sb_ == NULL || strcmp(sa_, sb_) != 0)                                   \
+            TEST_FAIL_("%s == %s failed: \"%s\" vs \"%s\"", #a, #b, sa_ ? sa_ : "(null)",          \
+                       sb_ ? sb_ : "(null)");                                                      \
     } while (0)
 
-#define ASSERT_STR_CONTAINS(hay, needle)                                      \
-    do {                                                                      \
-        const char *sh_ = (hay), *sn_ = (needle);                             \
-        if (sh_ == NULL || strstr(sh_, sn_) == NULL)                          \
-            TEST_FAIL_("\"%s\" does not contain \"%s\"", sh_ ? sh_ : "(null)", sn_); \
+#define ASSERT_STR_CONTAINS(hay, needle)                                                           \
+    do {                                                                                           \
+        const char *sh_ = (hay), *sn_ = (needle);                                                  \
+        if (sh_ == NULL || strstr(sh_, sn_) == NULL)                                               \
+            TEST_FAIL_("\"%s\" does not contain \"%s\"", sh_ ? sh_ : "(null)", sn_);               \
     } while (0)
 
 static inline int test_run_all(void)

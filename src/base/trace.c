@@ -84,15 +84,14 @@ out:
     return rc;
 }
 
-int trace_host_span(hg_trace *t, const char *name, uint32_t run, uint64_t start_ns,
-                    uint64_t end_ns)
+int trace_host_span(hg_trace *t, const char *name, uint32_t run, uint64_t start_ns, uint64_t end_ns)
 {
     trace_span s = {name, start_ns, end_ns, HOST_LANE, run, 0};
     return trace_append(t, s);
 }
 
-int trace_task_span(hg_trace *t, uint32_t core, const char *kernel, uint32_t run,
-                    uint32_t task, uint64_t start_ns, uint64_t end_ns)
+int trace_task_span(hg_trace *t, uint32_t core, const char *kernel, uint32_t run, uint32_t task,
+                    uint64_t start_ns, uint64_t end_ns)
 {
     trace_span s = {kernel, start_ns, end_ns, core, run, task};
     return trace_append(t, s);
@@ -133,12 +132,14 @@ static void write_span(FILE *f, const hg_trace *t, const trace_span *s)
     fputs(",\n{\"ph\":\"X\",\"name\":", f);
     json_write_string(f, s->name);
     if (s->core == HOST_LANE)
-        fprintf(f, ",\"cat\":\"stage\",\"pid\":1,\"tid\":0,\"ts\":%.3f,\"dur\":%.3f,"
-                   "\"args\":{\"run\":%u}}",
+        fprintf(f,
+                ",\"cat\":\"stage\",\"pid\":1,\"tid\":0,\"ts\":%.3f,\"dur\":%.3f,"
+                "\"args\":{\"run\":%u}}",
                 ts, dur, s->run);
     else
-        fprintf(f, ",\"cat\":\"task\",\"pid\":2,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,"
-                   "\"args\":{\"run\":%u,\"task\":%u}}",
+        fprintf(f,
+                ",\"cat\":\"task\",\"pid\":2,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,"
+                "\"args\":{\"run\":%u,\"task\":%u}}",
                 s->core, ts, dur, s->run, s->task);
 }
 

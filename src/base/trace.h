@@ -14,7 +14,7 @@
 int trace_host_span(hg_trace *t, const char *name, uint32_t run, uint64_t start_ns,
                     uint64_t end_ns);
 /* A task span on device core `core`; `kernel` must outlive the trace. */
-int trace_task_span(hg_trace *t, uint32_t core, const char *kernel, uint32_t run,
-                    uint32_t task, uint64_t start_ns, uint64_t end_ns);
+int trace_task_span(hg_trace *t, uint32_t core, const char *kernel, uint32_t run, uint32_t task,
+                    uint64_t start_ns, uint64_t end_ns);
 
 #endif

@@ -28,11 +28,11 @@ typedef struct graph_targ {
     uint32_t ndims;
     size_t shape[HG_MAX_DIMS];
     size_t strides[HG_MAX_DIMS];
-    bool read, write;  /* IN: read; OUT: write; INOUT: both */
+    bool read, write; /* IN: read; OUT: write; INOUT: both */
 } graph_targ;
 
 typedef struct graph_task {
-    const hg_kernel *kernel; /* must outlive the run (usually static) */
+    const hg_kernel *kernel;          /* must outlive the run (usually static) */
     uint32_t args_first, nargs;       /* into graph.targs */
     uint32_t scalars_first, nscalars; /* into graph.scalars */
     uint32_t npreds;                  /* distinct predecessors */
@@ -48,7 +48,7 @@ typedef struct graph {
     uint32_t ntargs, cap_targs;
     uint64_t *scalars;
     uint32_t nscalars, cap_scalars;
-    uint32_t *succ;    /* successor ids, grouped per task after finalize */
+    uint32_t *succ; /* successor ids, grouped per task after finalize */
     uint32_t nedges, cap_edges;
     uint32_t *edge_from, *edge_to; /* edges in submission order, before finalize */
     /* tensor map state, owned by graph.c */

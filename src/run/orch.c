@@ -66,12 +66,12 @@ int hg_orch_host_view(hg_orch *o, uint32_t arg, const void **out)
     hg_err *e = &o->runner->err;
     const stage_plan *p = &o->runner->plan;
     if (arg >= p->nall)
-        return orch_fail(o, err_set(e, HG_EINVAL, "host view: arg index %u, the run has %u", arg,
-                                    p->nall));
+        return orch_fail(
+            o, err_set(e, HG_EINVAL, "host view: arg index %u, the run has %u", arg, p->nall));
     const stage_arg *sa = &p->args[arg];
     if (sa->kind == STAGE_SCALAR)
-        return orch_fail(o, err_set(e, HG_EINVAL, "host view of '%s': the arg is a scalar",
-                                    sa->name));
+        return orch_fail(o,
+                         err_set(e, HG_EINVAL, "host view of '%s': the arg is a scalar", sa->name));
     if (sa->tensor.host == NULL)
         return orch_fail(o, err_set(e, HG_ENOHOSTVIEW,
                                     "host view of '%s': the arg is only a device view", sa->name));
@@ -86,8 +86,8 @@ int hg_orch_scratch(hg_orch *o, const char *name, hg_dtype dtype, uint32_t ndims
     if (o == NULL || arg == NULL)
         return HG_EINVAL;
     hg_runner *r = o->runner;
-    return orch_fail(o, stage_add_scratch(&r->plan, r->dev, name, dtype, ndims, shape, arg,
-                                          view, &r->err));
+    return orch_fail(
+        o, stage_add_scratch(&r->plan, r->dev, name, dtype, ndims, shape, arg, view, &r->err));
 }
 
 static int check_desc(hg_orch *o, const hg_task_desc *d, hg_err *e)
@@ -100,16 +100,15 @@ static int check_desc(hg_orch *o, const hg_task_desc *d, hg_err *e)
         return err_set(e, HG_EINVAL, "kernel '%s': core type %d is not cube or vector", kname,
                        (int)k->core);
     if (!device_has_core_type(o->runner->dev, k->core))
-        return err_set(e, HG_EUNSUPPORTED, "kernel '%s' needs a %s core; device %s has none",
-                       kname, k->core == HG_CORE_CUBE ? "cube" : "vector",
-                       hg_device_spec(o->runner->dev));
+        return err_set(e, HG_EUNSUPPORTED, "kernel '%s' needs a %s core; device %s has none", kname,
+                       k->core == HG_CORE_CUBE ? "cube" : "vector", hg_device_spec(o->runner->dev));
     if ((d->nargs && d->args == NULL) || (d->nscalars && d->scalars == NULL) ||
         (d->ndeps && d->deps == NULL))
         return err_set(e, HG_EINVAL, "kernel '%s': a task list is NULL with a non-zero count",
                        kname);
     if (d->nargs > HG_MAX_TASK_ARGS)
-        return err_set(e, HG_ELIMIT, "kernel '%s': %u task args, the limit is %d", kname,
-                       d->nargs, HG_MAX_TASK_ARGS);
+        return err_set(e, HG_ELIMIT, "kernel '%s': %u task args, the limit is %d", kname, d->nargs,
+                       HG_MAX_TASK_ARGS);
     return 0;
 }
 

@@ -89,8 +89,7 @@ static int run_bind(hg_runner *r, const hg_arg *args, uint32_t nargs)
     return rc;
 }
 
-static int run_orchestrate(hg_runner *r, const hg_callable *c, const hg_arg *args,
-                           uint32_t nargs)
+static int run_orchestrate(hg_runner *r, const hg_callable *c, const hg_arg *args, uint32_t nargs)
 {
     hg_orch o = {r, args, nargs, 0};
     graph_reset(&r->graph);
@@ -99,12 +98,12 @@ static int run_orchestrate(hg_runner *r, const hg_callable *c, const hg_arg *arg
     if (o.failed != 0)
         return o.failed; /* the failing call wrote the message */
     if (rc > 0)
-        return err_set(&r->err, HG_EINVAL, "orchestration '%s' returned %d, not an HG_E code",
-                       name, rc);
+        return err_set(&r->err, HG_EINVAL, "orchestration '%s' returned %d, not an HG_E code", name,
+                       rc);
     if (rc < 0)
-        return r->err.code ? rc
-                           : err_set(&r->err, rc, "orchestration '%s' failed: %s", name,
-                                     hg_strerror(rc));
+        return r->err.code
+                   ? rc
+                   : err_set(&r->err, rc, "orchestration '%s' failed: %s", name, hg_strerror(rc));
     return graph_finalize(&r->graph, &r->err);
 }
 

@@ -74,8 +74,8 @@ static int check_name(const hg_arg *args, uint32_t i, hg_err *e)
         if (strcmp(args[j].name, name) == 0)
             return err_set(e, HG_EINVAL, "arg '%s': name used by args %u and %u", name, j, i);
     if (args[i].dir < HG_IN || args[i].dir > HG_SCALAR)
-        return err_set(e, HG_EINVAL, "arg '%s': direction %d is not IN, OUT, INOUT or SCALAR",
-                       name, (int)args[i].dir);
+        return err_set(e, HG_EINVAL, "arg '%s': direction %d is not IN, OUT, INOUT or SCALAR", name,
+                       (int)args[i].dir);
     return 0;
 }
 
@@ -83,8 +83,8 @@ static int classify_host(stage_arg *sa, hg_err *e)
 {
     size_t size = hg_hostbuf_size(sa->tensor.host);
     if (sa->hi > size)
-        return err_set(e, HG_ERANGE, "arg '%s': view ends at byte %zu, buffer has %zu",
-                       sa->name, sa->hi, size);
+        return err_set(e, HG_ERANGE, "arg '%s': view ends at byte %zu, buffer has %zu", sa->name,
+                       sa->hi, size);
     sa->kind = STAGE_SLICE;
     sa->release = RELEASE_RETAINED_SLICE;
     sa->upload = sa->dir != HG_OUT;
@@ -174,8 +174,7 @@ static int layout_slices(stage_plan *p, hg_err *e)
     return 0;
 }
 
-int stage_plan_build(stage_plan *p, hg_device *dev, const hg_arg *args, uint32_t nargs,
-                     hg_err *e)
+int stage_plan_build(stage_plan *p, hg_device *dev, const hg_arg *args, uint32_t nargs, hg_err *e)
 {
     p->nargs = p->nall = 0;
     p->required = 0;

@@ -71,8 +71,7 @@ void stage_plan_free(stage_plan *p);
 
 /* Validates and classifies the args; computes slice offsets and `required`.
  * Allocates nothing on the device. */
-int stage_plan_build(stage_plan *p, hg_device *dev, const hg_arg *args, uint32_t nargs,
-                     hg_err *e);
+int stage_plan_build(stage_plan *p, hg_device *dev, const hg_arg *args, uint32_t nargs, hg_err *e);
 
 /* Grows the retained buffer to hold `required` bytes (free old, allocate new;
  * never shrinks).  On failure the buffer is empty and the runner usable. */

@@ -56,8 +56,8 @@ int stage_upload(stage_plan *p, hg_device *dev, const stage_retained *r, hg_err 
             continue;
         int rc = hg_devbuf_copy_to(dev, sa->dev_region, host_bytes(sa) + sa->lo, sa->hi - sa->lo);
         if (rc != 0)
-            return err_set(e, rc, "arg '%s': host -> device copy of %zu bytes failed: %s",
-                           sa->name, sa->hi - sa->lo, hg_strerror(rc));
+            return err_set(e, rc, "arg '%s': host -> device copy of %zu bytes failed: %s", sa->name,
+                           sa->hi - sa->lo, hg_strerror(rc));
     }
     return 0;
 }
@@ -89,8 +89,8 @@ int stage_add_scratch(stage_plan *p, hg_device *dev, const char *name, hg_dtype 
     if (rc != 0)
         return err_set(e, rc, "scratch '%s': bad shape: %s", label, hg_strerror(rc));
     if (p->nall - p->nargs >= HG_MAX_TENSOR_ARGS)
-        return err_set(e, HG_ELIMIT, "scratch '%s': more than %d scratch tensors in one run",
-                       label, HG_MAX_TENSOR_ARGS);
+        return err_set(e, HG_ELIMIT, "scratch '%s': more than %d scratch tensors in one run", label,
+                       HG_MAX_TENSOR_ARGS);
     rc = plan_grow(p, e);
     if (rc != 0)
         return rc;

@@ -177,7 +177,7 @@ TEST(inout_accumulates_through_scratch_each_run)
         ASSERT(out[i] == 1000.0f + 4.0f * (float)i);
     ASSERT_UEQ(s.h2d_bytes, 2 * N * 4); /* IN and INOUT */
     ASSERT_UEQ(s.d2h_bytes, N * 4);
-    ASSERT_UEQ(s.edges, 1); /* the add waits for the product */
+    ASSERT_UEQ(s.edges, 1);         /* the add waits for the product */
     ASSERT_UEQ(s.device_allocs, 1); /* second run: only the scratch */
     ASSERT_UEQ(live_bytes(f.dev), hg_runner_retained_capacity(f.runner));
     fixture_close(&f);

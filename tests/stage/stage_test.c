@@ -213,8 +213,10 @@ TEST(release_frees_run_owned_memory_only)
     ASSERT_OK(hg_hostbuf_create(0, &empty));
     hg_devaddr user;
     ASSERT_OK(hg_devbuf_malloc(dev, 256, &user));
-    hg_arg args[4] = {u8_arg("host", HG_IN, hb, 64), u8_arg("zero", HG_IN, empty, 0),
-                      {"dev", HG_IN, {0}, 0}, {"scalar", HG_SCALAR, {0}, 7}};
+    hg_arg args[4] = {u8_arg("host", HG_IN, hb, 64),
+                      u8_arg("zero", HG_IN, empty, 0),
+                      {"dev", HG_IN, {0}, 0},
+                      {"scalar", HG_SCALAR, {0}, 7}};
     size_t shape[1] = {256};
     ASSERT_OK(hg_tensor_device(&args[2].tensor, user, HG_U8, 1, shape));
 
