@@ -224,11 +224,13 @@ int stage_resolve(const stage_plan *p, const hg_task_arg *ta, graph_targ *out, h
     if (ta->arg >= p->nall)
         return err_set(e, HG_EINVAL, "task arg: arg index %u, the run has %u", ta->arg, p->nall);
     const stage_arg *sa = &p->args[ta->arg];
-    char what[HG_ERR_MSG_MAX / 2];
-    snprintf(what, sizeof what, "task arg for '%s'", sa->name);
     int rc = check_access(sa, ta, e);
-    if (rc == 0)
+    if (rc == 0 && tensor_validate(&ta->view, "", NULL) != 0) {
+        /* Name the arg only on failure: this runs once per task arg. */
+        char what[HG_ERR_MSG_MAX / 2];
+        snprintf(what, sizeof what, "task arg for '%s'", sa->name);
         rc = tensor_validate(&ta->view, what, e);
+    }
     if (rc != 0)
         return rc;
     size_t lo, hi;
