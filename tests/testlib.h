@@ -13,6 +13,7 @@
 #define HG_TESTLIB_H
 
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,17 @@ static inline void test_register(const char *name, test_fn fn)
         test_table[test_count].fn = fn;
         test_count++;
     }
+}
+
+/* A fixed-seed xorshift32: random tests stay reproducible run to run. */
+static uint32_t test_rng_state = 2463534242u;
+
+static inline uint32_t test_rand(void)
+{
+    test_rng_state ^= test_rng_state << 13;
+    test_rng_state ^= test_rng_state >> 17;
+    test_rng_state ^= test_rng_state << 5;
+    return test_rng_state;
 }
 
 #define TEST(name)                                                                                 \

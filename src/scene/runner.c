@@ -190,17 +190,19 @@ int scene_run(const scene_run_opts *o)
     const char *spec = o->device_spec != NULL ? o->device_spec : "sim";
     char msg[256] = "";
     hg_device *dev = NULL;
-    if (hg_device_open(spec, &dev, msg, sizeof msg) != 0) {
+    int rc = hg_device_open(spec, &dev, msg, sizeof msg);
+    if (rc != 0) {
         if (*msg != '\0')
             fprintf(o->err, "hostgraph: %s\n", msg);
         else
             fprintf(o->err, "hostgraph: cannot open device '%s'\n", spec);
-        return SCENE_EXIT_RUNTIME;
+        /* A spec the device cannot parse is a bad --device value: usage. */
+        return rc == HG_EINVAL ? SCENE_EXIT_USAGE : SCENE_EXIT_RUNTIME;
     }
     scene_case *c = NULL;
     hg_err err;
     err_clear(&err);
-    int rc = scene_case_make(o->scene, o->params, &c, &err);
+    rc = scene_case_make(o->scene, o->params, &c, &err);
     if (rc != 0) {
         fprintf(o->err, "hostgraph: scene '%s': %s\n", o->scene->name,
                 *err.msg ? err.msg : hg_strerror(rc));

@@ -91,7 +91,7 @@ expect_rc "list with an argument" 2 list extra
 expect_rc "device alloc fault" 3 run bgemm --device sim:fail_alloc=1
 check "runtime error is one line" test "$(wc -l <"$TMP/err")" -eq 1
 expect_rc "device copy fault" 3 run vector_add --param n=1000 --device sim:fail_copy=1
-expect_rc "bad device spec" 3 run vector_add --device tpu
+expect_rc "bad device spec is a usage error" 2 run vector_add --device tpu
 check "bad device spec is one line" test "$(wc -l <"$TMP/err")" -eq 1
 expect_rc "unwritable json" 3 run vector_add --param n=100 --json "$TMP/no/such/dir/out.json"
 

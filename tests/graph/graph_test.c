@@ -19,16 +19,6 @@ static int kernel_fn(const hg_kernel_ctx *ctx)
 
 static const hg_kernel kern = {"k", kernel_fn, HG_CORE_VECTOR};
 
-static uint32_t rng_state = 2463534242u;
-
-static uint32_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 17;
-    rng_state ^= rng_state << 5;
-    return rng_state;
-}
-
 static graph_targ targ(hg_devaddr lo, hg_devaddr hi, hg_dir access)
 {
     graph_targ a;
@@ -87,15 +77,15 @@ static void random_tasks(rtask *ts, const rparams *p)
 {
     static const hg_dir access[3] = {HG_IN, HG_OUT, HG_INOUT};
     for (uint32_t t = 0; t < p->ntasks; t++) {
-        ts[t].nargs = rnd() % (MAX_ARGS + 1);
+        ts[t].nargs = test_rand() % (MAX_ARGS + 1);
         for (uint32_t i = 0; i < ts[t].nargs; i++) {
-            hg_devaddr base = 0x100000ull * (1 + rnd() % NBUF);
-            size_t lo = rnd() % p->buf_bytes, len = rnd() % (p->max_len + 1);
+            hg_devaddr base = 0x100000ull * (1 + test_rand() % NBUF);
+            size_t lo = test_rand() % p->buf_bytes, len = test_rand() % (p->max_len + 1);
             if (lo + len > p->buf_bytes)
                 len = p->buf_bytes - lo;
-            if (rnd() % 16 == 0)
+            if (test_rand() % 16 == 0)
                 len = 0; /* an empty view: never a dependency */
-            ts[t].args[i] = targ(base + lo, base + lo + len, access[rnd() % 3]);
+            ts[t].args[i] = targ(base + lo, base + lo + len, access[test_rand() % 3]);
         }
     }
 }
@@ -427,7 +417,7 @@ TEST(tile_graph_scales)
     for (uint32_t i = 0; i < NT; i++)
         order[i] = i;
     for (uint32_t i = NT - 1; i > 0; i--) {
-        uint32_t j = rnd() % (i + 1), tmp = order[i];
+        uint32_t j = test_rand() % (i + 1), tmp = order[i];
         order[i] = order[j];
         order[j] = tmp;
     }

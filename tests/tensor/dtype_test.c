@@ -9,16 +9,6 @@
 #include "hostgraph.h"
 #include "testlib.h"
 
-static uint32_t rng_state = 12345;
-
-static uint32_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 17;
-    rng_state ^= rng_state << 5;
-    return rng_state;
-}
-
 static float float_of(uint32_t bits)
 {
     float f;
@@ -78,8 +68,8 @@ static uint16_t nearest_code(float (*decode)(uint16_t), uint16_t top, double inf
 /* Floats spread over every exponent, plus exact ties of the 16-bit formats. */
 static float sample_float(uint32_t keep_bits)
 {
-    uint32_t x = rnd();
-    if (rnd() % 4 == 0) /* a tie: only the bit below the kept mantissa set */
+    uint32_t x = test_rand();
+    if (test_rand() % 4 == 0) /* a tie: only the bit below the kept mantissa set */
         x = (x & ~((1u << keep_bits) - 1u)) | (1u << (keep_bits - 1));
     return float_of(x);
 }

@@ -9,16 +9,6 @@
 #include "tensor/tensor.h"
 #include "testlib.h"
 
-static uint32_t rng_state = 12345;
-
-static uint32_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 17;
-    rng_state ^= rng_state << 5;
-    return rng_state;
-}
-
 /* ------------------------------------------------------------------ views */
 
 static hg_hostbuf *buf_a, *buf_b;
@@ -316,23 +306,23 @@ static void random_view(hg_tensor *t)
     static const hg_dtype dts[] = {HG_U8, HG_F16, HG_F32, HG_F64};
     memset(t, 0, sizeof *t);
     t->host = buf_a;
-    t->dtype = dts[rnd() % 4];
-    t->ndims = rnd() % 6;
-    t->offset = rnd() % 12;
+    t->dtype = dts[test_rand() % 4];
+    t->ndims = test_rand() % 6;
+    t->offset = test_rand() % 12;
     for (uint32_t i = 0; i < t->ndims; i++) {
-        t->shape[i] = rnd() % 5 == 0 ? 1 + rnd() % 2 : rnd() % 5;
-        if (rnd() % 10 == 0)
+        t->shape[i] = test_rand() % 5 == 0 ? 1 + test_rand() % 2 : test_rand() % 5;
+        if (test_rand() % 10 == 0)
             t->shape[i] = 4; /* keep most views non-empty */
-        t->strides[i] = rnd() % 7 == 0 ? 0 : rnd() % 24;
+        t->strides[i] = test_rand() % 7 == 0 ? 0 : test_rand() % 24;
     }
     /* Half the time: a dense layout, permuted (transposed) or padded. */
-    if (rnd() % 2 && t->ndims > 0) {
-        size_t s = 1 + (rnd() % 3 == 0);
+    if (test_rand() % 2 && t->ndims > 0) {
+        size_t s = 1 + (test_rand() % 3 == 0);
         for (uint32_t i = t->ndims; i-- > 0;) {
             t->strides[i] = s;
-            s *= t->shape[i] + (rnd() % 4 == 0);
+            s *= t->shape[i] + (test_rand() % 4 == 0);
         }
-        uint32_t a = rnd() % t->ndims, b = rnd() % t->ndims;
+        uint32_t a = test_rand() % t->ndims, b = test_rand() % t->ndims;
         size_t sh = t->shape[a], st = t->strides[a];
         t->shape[a] = t->shape[b];
         t->strides[a] = t->strides[b];
