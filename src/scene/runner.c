@@ -9,7 +9,8 @@
  *
  * Exit codes follow the CLI contract: 0 all golden passed or skipped, 1 a
  * golden check failed (all rounds still run, the reports still written), 3 a
- * runtime error (one line on o->err; the remaining rounds are not run).
+ * runtime error (one line on o->err; the remaining rounds are not run; the
+ * trace is still written, the JSON report is not).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -177,6 +178,11 @@ int scene_run_case(const scene_run_opts *o, hg_device *dev, scene_case *c)
         fprintf(o->err, "hostgraph: cannot open a runner: %s\n", hg_strerror(hrc));
     else if ((rc = run_rounds(o, c, &l)) == 0)
         rc = finish(o, dev, &l, trace);
+    else if (trace != NULL && hg_trace_write_json(trace, o->trace_path) != 0)
+        fprintf(o->err, "hostgraph: cannot write trace '%s'\n", o->trace_path);
+    /* A failed round still leaves its trace: the spans up to the failure are
+     * what a user debugging it wants.  The JSON report has no form for a
+     * round that did not finish, so it is written only after all rounds. */
     hg_runner_close(l.runner);
     if (trace != NULL)
         hg_trace_destroy(trace);

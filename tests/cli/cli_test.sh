@@ -91,6 +91,17 @@ expect_rc "list with an argument" 2 list extra
 expect_rc "device alloc fault" 3 run bgemm --device sim:fail_alloc=1
 check "runtime error is one line" test "$(wc -l <"$TMP/err")" -eq 1
 expect_rc "device copy fault" 3 run vector_add --param n=1000 --device sim:fail_copy=1
+# bgemm makes 5 copies a round (A, B, C, config in; C back): the 6th is round 2's
+# first upload, and round 1's trace must still be written
+expect_rc "copy fault in round 2 keeps the trace" 3 run bgemm --rounds 3 --param tiles=2 \
+    --param tile=8 --device sim:fail_copy=6 --trace "$TMP/failed-trace.json" --json "$TMP/failed.json"
+check "trace of a failed run has round 1's stages" python3 -c '
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+stages = [e for e in ev if e.get("ph") == "X" and e.get("cat") == "stage"]
+assert any(e["name"] == "copy back" for e in stages), stages
+' "$TMP/failed-trace.json"
+check "no JSON report for a failed run" test ! -e "$TMP/failed.json"
 expect_rc "bad device spec is a usage error" 2 run vector_add --device tpu
 check "bad device spec is one line" test "$(wc -l <"$TMP/err")" -eq 1
 expect_rc "unwritable json" 3 run vector_add --param n=100 --json "$TMP/no/such/dir/out.json"
