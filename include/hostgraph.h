@@ -147,7 +147,8 @@ typedef enum hg_core_type { HG_CORE_CUBE = 0, HG_CORE_VECTOR = 1, HG_CORE_ANY = 
  * message naming the bad key or value.
  */
 int hg_device_open(const char *spec, hg_device **out, char *errbuf, size_t errlen);
-/* Frees all device memory still allocated and stops the core threads. */
+/* Frees all device memory still allocated and stops the core threads.
+ * Close every runner opened on the device first. */
 void hg_device_close(hg_device *dev);
 /* The normalized spec, e.g. "sim:cores=4" or "sim:cube=1,vector=2,link_gbps=16". */
 const char *hg_device_spec(const hg_device *dev);
@@ -202,7 +203,8 @@ typedef struct hg_tensor {
  * HG_ELIMIT if ndims > HG_MAX_DIMS, HG_EOVERFLOW if the strides overflow. */
 int hg_tensor_host(hg_tensor *out, hg_hostbuf *hb, hg_dtype dtype, uint32_t ndims,
                    const size_t *shape);
-/* A dense row-major view of user-owned device memory at `addr`. */
+/* A dense row-major view of user-owned device memory at `addr` (which is 0
+ * only for an empty view: HG_EINVAL otherwise). */
 int hg_tensor_device(hg_tensor *out, hg_devaddr addr, hg_dtype dtype, uint32_t ndims,
                      const size_t *shape);
 /* Narrows dimension `dim` to [start, start+len).  HG_ERANGE if it does not fit. */
