@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test hostgraph has, the way CI does:
-#   1. the normal build and the whole ctest suite;
-#   2. the whole suite again built with AddressSanitizer + UndefinedBehaviorSanitizer;
-#   3. the scheduler and device tests built with ThreadSanitizer;
-#   4. the clang-format check.
-# Usage: bash tests/run_all.sh        (from the repository root; about 3-5 minutes on 2 cores)
+#   1. the clang-format check;
+#   2. the normal build and the whole ctest suite;
+#   3. the whole suite again built with AddressSanitizer + UndefinedBehaviorSanitizer;
+#   4. the scheduler, device and runner tests built with ThreadSanitizer.
+# Usage: bash tests/run_all.sh        (from the repository root; about a minute on 2 cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -15,6 +15,14 @@ build() { # dir, extra cmake args...
     cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
     cmake --build "$dir" -j"$jobs" >/dev/null
 }
+
+echo "== clang-format"
+if command -v clang-format >/dev/null; then
+    git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
+    echo "format ok"
+else
+    echo "clang-format not installed: skipped"
+fi
 
 echo "== build and test (RelWithDebInfo)"
 build build
@@ -32,11 +40,3 @@ if command -v setarch >/dev/null && setarch "$(uname -m)" -R true 2>/dev/null; t
     tsan_prefix=(setarch "$(uname -m)" -R)
 fi
 "${tsan_prefix[@]}" ctest --test-dir build-tsan --output-on-failure -L 'exec|device|run'
-
-echo "== clang-format"
-if command -v clang-format >/dev/null; then
-    git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
-    echo "format ok"
-else
-    echo "clang-format not installed: skipped"
-fi
