@@ -7,17 +7,8 @@
 #include <pthread.h>
 
 #include "device/device.h"
+#include "test_device.h"
 #include "testlib.h"
-static hg_device *open_dev(const char *spec)
-{
-    hg_device *dev = NULL;
-    char err[256];
-    int rc = hg_device_open(spec, &dev, err, sizeof err);
-    if (rc != 0)
-        fprintf(stderr, "  open '%s': %s\n", spec, err);
-    return dev;
-}
-
 static int counters_equal(const hg_device_counters *a, const hg_device_counters *b)
 {
     return memcmp(a, b, sizeof *a) == 0;
@@ -27,7 +18,7 @@ static int counters_equal(const hg_device_counters *a, const hg_device_counters 
 
 TEST(spec_default_is_four_any_cores)
 {
-    hg_device *dev = open_dev("sim");
+    hg_device *dev = test_device_open("sim");
     ASSERT(dev != NULL);
     ASSERT_STR_EQ(hg_device_spec(dev), "sim:cores=4");
     ASSERT_EQ(hg_device_num_cores(dev), 4);
@@ -55,7 +46,7 @@ TEST(spec_normalized_strings)
         {"sim:mem=32G", "sim:cores=4"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        hg_device *dev = open_dev(cases[i].spec);
+        hg_device *dev = test_device_open(cases[i].spec);
         ASSERT(dev != NULL);
         ASSERT_STR_EQ(hg_device_spec(dev), cases[i].normalized);
         hg_device_close(dev);
@@ -143,7 +134,7 @@ TEST(spec_long_is_rejected)
 
 TEST(counters_exact_after_sequence)
 {
-    hg_device *dev = open_dev("sim:cores=1");
+    hg_device *dev = test_device_open("sim:cores=1");
     ASSERT(dev != NULL);
     hg_device_counters c;
     hg_device_counters_get(dev, &c);
@@ -209,7 +200,7 @@ static void *share_device(void *arg)
 
 TEST(counters_exact_under_threads)
 {
-    hg_device *dev = open_dev("sim:cores=2");
+    hg_device *dev = test_device_open("sim:cores=2");
     ASSERT(dev != NULL);
     pthread_t threads[SHARE_THREADS];
     for (int i = 0; i < SHARE_THREADS; i++)
@@ -237,7 +228,7 @@ TEST(counters_exact_under_threads)
 
 TEST(fault_kth_alloc_fails_once)
 {
-    hg_device *dev = open_dev("sim:cores=1");
+    hg_device *dev = test_device_open("sim:cores=1");
     ASSERT(dev != NULL);
     hg_devaddr a[4];
     ASSERT_OK(hg_device_inject_fault(dev, HG_FAULT_ALLOC, 3));
@@ -261,7 +252,7 @@ TEST(fault_kth_alloc_fails_once)
 
 TEST(fault_from_spec)
 {
-    hg_device *dev = open_dev("sim:cores=1,fail_alloc=2,fail_copy=1");
+    hg_device *dev = test_device_open("sim:cores=1,fail_alloc=2,fail_copy=1");
     ASSERT(dev != NULL);
     hg_devaddr a;
     unsigned char x = 5;
@@ -275,7 +266,7 @@ TEST(fault_from_spec)
 
 TEST(fault_kth_copy_fails_once_and_moves_nothing)
 {
-    hg_device *dev = open_dev("sim:cores=1");
+    hg_device *dev = test_device_open("sim:cores=1");
     ASSERT(dev != NULL);
     hg_devaddr a;
     unsigned char old[64], fresh[64], back[64];
@@ -309,7 +300,7 @@ TEST(fault_kth_copy_fails_once_and_moves_nothing)
 
 TEST(fault_disarm_with_zero)
 {
-    hg_device *dev = open_dev("sim:cores=1,fail_copy=1");
+    hg_device *dev = test_device_open("sim:cores=1,fail_copy=1");
     ASSERT(dev != NULL);
     hg_devaddr a;
     unsigned char x = 1;
@@ -327,7 +318,7 @@ TEST(fault_disarm_with_zero)
  * an armed fault. */
 TEST(fault_counts_only_valid_operations)
 {
-    hg_device *dev = open_dev("sim:cores=1");
+    hg_device *dev = test_device_open("sim:cores=1");
     ASSERT(dev != NULL);
     hg_devaddr a;
     unsigned char x[4] = {0};
@@ -346,7 +337,7 @@ TEST(fault_counts_only_valid_operations)
 
 TEST(copy_range_checks)
 {
-    hg_device *dev = open_dev("sim:cores=1");
+    hg_device *dev = test_device_open("sim:cores=1");
     ASSERT(dev != NULL);
     hg_devaddr a, b;
     unsigned char buf[512] = {0};
@@ -376,7 +367,7 @@ TEST(copy_range_checks)
 
 TEST(malloc_errors_and_capacity)
 {
-    hg_device *dev = open_dev("sim:cores=1,mem=1K");
+    hg_device *dev = test_device_open("sim:cores=1,mem=1K");
     ASSERT(dev != NULL);
     hg_devaddr a, b;
     ASSERT_EQ(hg_devbuf_malloc(dev, 0, &a), HG_EINVAL);
@@ -398,7 +389,7 @@ TEST(malloc_errors_and_capacity)
 
 TEST(free_errors)
 {
-    hg_device *dev = open_dev("sim:cores=1");
+    hg_device *dev = test_device_open("sim:cores=1");
     ASSERT(dev != NULL);
     hg_devaddr a;
     ASSERT_OK(hg_devbuf_malloc(dev, 100, &a));

@@ -12,21 +12,12 @@
 #include <unistd.h>
 
 #include "device/device.h"
+#include "test_device.h"
 #include "testlib.h"
-
-static hg_device *open_dev(const char *spec)
-{
-    hg_device *dev = NULL;
-    char err[256];
-    int rc = hg_device_open(spec, &dev, err, sizeof err);
-    if (rc != 0)
-        fprintf(stderr, "  open '%s': %s\n", spec, err);
-    return dev;
-}
 
 TEST(address_reuse_after_free)
 {
-    hg_device *dev = open_dev("sim:cores=1");
+    hg_device *dev = test_device_open("sim:cores=1");
     ASSERT(dev != NULL);
     hg_devaddr a, b, c, big, small;
     ASSERT_OK(hg_devbuf_malloc(dev, 100, &a));
@@ -48,7 +39,7 @@ TEST(address_reuse_after_free)
 
 TEST(new_allocation_is_poisoned)
 {
-    hg_device *dev = open_dev("sim:cores=1");
+    hg_device *dev = test_device_open("sim:cores=1");
     ASSERT(dev != NULL);
     hg_devaddr a;
     unsigned char buf[300];
@@ -64,7 +55,7 @@ TEST(new_allocation_is_poisoned)
  * exits non-zero. */
 TEST(device_address_is_not_a_host_pointer)
 {
-    hg_device *dev = open_dev("sim:cores=2");
+    hg_device *dev = test_device_open("sim:cores=2");
     ASSERT(dev != NULL);
     hg_devaddr a;
     ASSERT_OK(hg_devbuf_malloc(dev, 64, &a));
@@ -90,7 +81,7 @@ TEST(device_address_is_not_a_host_pointer)
 
 TEST(translate_bounds)
 {
-    hg_device *dev = open_dev("sim:cores=1");
+    hg_device *dev = test_device_open("sim:cores=1");
     ASSERT(dev != NULL);
     hg_devaddr a, base;
     size_t size;
@@ -146,7 +137,7 @@ static void count_call(void *ctx, uint32_t core, hg_core_type type)
 
 TEST(run_cores_calls_every_core_once_per_call)
 {
-    hg_device *dev = open_dev("sim:cores=5");
+    hg_device *dev = test_device_open("sim:cores=5");
     ASSERT(dev != NULL);
     core_log log = {.ncores = 5};
     for (unsigned round = 1; round <= 300; round++) {
@@ -160,7 +151,7 @@ TEST(run_cores_calls_every_core_once_per_call)
 
 TEST(typed_cores_report_their_types)
 {
-    hg_device *dev = open_dev("sim:cube=1,vector=2");
+    hg_device *dev = test_device_open("sim:cube=1,vector=2");
     ASSERT(dev != NULL);
     ASSERT_EQ(hg_device_num_cores(dev), 3);
     ASSERT_EQ(hg_device_core_type(dev, 0), HG_CORE_CUBE);
@@ -176,7 +167,7 @@ TEST(typed_cores_report_their_types)
     ASSERT_EQ(log.types[2], HG_CORE_VECTOR);
     hg_device_close(dev);
 
-    dev = open_dev("sim:cube=2");
+    dev = test_device_open("sim:cube=2");
     ASSERT(dev != NULL);
     ASSERT(device_has_core_type(dev, HG_CORE_CUBE));
     ASSERT(!device_has_core_type(dev, HG_CORE_VECTOR));
@@ -205,7 +196,7 @@ static void fill_slice(void *ctx, uint32_t core, hg_core_type type)
 
 TEST(cores_translate_concurrently)
 {
-    hg_device *dev = open_dev("sim:cores=4");
+    hg_device *dev = test_device_open("sim:cores=4");
     ASSERT(dev != NULL);
     fill_job job = {.dev = dev, .per_core = 4096};
     ASSERT_OK(hg_devbuf_malloc(dev, 4 * job.per_core, &job.buf));
@@ -223,7 +214,7 @@ TEST(cores_translate_concurrently)
 TEST(open_close_many_times)
 {
     for (int i = 0; i < 40; i++) {
-        hg_device *dev = open_dev(i % 2 ? "sim:cores=3" : "sim:cube=1,vector=1");
+        hg_device *dev = test_device_open(i % 2 ? "sim:cores=3" : "sim:cube=1,vector=1");
         ASSERT(dev != NULL);
         core_log log = {.ncores = 3};
         if (i % 4 == 0)
@@ -244,7 +235,7 @@ static uint64_t now_ns(void)
 TEST(link_model_copies_take_at_least_modeled_time)
 {
     /* 1 MiB at 0.5 GB/s: at least 2.097 ms each way.  A lower bound only. */
-    hg_device *dev = open_dev("sim:cores=1,link_gbps=0.5");
+    hg_device *dev = test_device_open("sim:cores=1,link_gbps=0.5");
     ASSERT(dev != NULL);
     ASSERT_STR_EQ(hg_device_spec(dev), "sim:cores=1,link_gbps=0.5");
     size_t bytes = 1u << 20;

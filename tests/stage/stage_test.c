@@ -6,14 +6,12 @@
 #include <stdint.h>
 
 #include "stage/stage.h"
+#include "test_device.h"
 #include "testlib.h"
 
 static hg_device *open_sim(void)
 {
-    hg_device *dev = NULL;
-    if (hg_device_open("sim:cores=1", &dev, NULL, 0) != 0)
-        return NULL;
-    return dev;
+    return test_device_open("sim:cores=1");
 }
 
 static uint64_t live_bytes(hg_device *dev)
