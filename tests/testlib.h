@@ -7,7 +7,13 @@
  * TEST registers the function through a constructor; RUN_TESTS runs every
  * registered test (or only those named in HG_TEST_FILTER, a substring) and
  * prints "N passed, N failed".  An ASSERT that fails prints file:line and the
- * values, and returns from the test.
+ * values, and returns from the test.  More tests than TEST_MAX fail the run
+ * instead of being dropped.
+ *
+ * Random tests own their generator: `test_rng r = test_seed(42);` gives the
+ * test its own stream, seeded with 42 unless HG_TEST_SEED overrides it, and
+ * prints the seed, so a failure replays in isolation with
+ * HG_TEST_FILTER=name HG_TEST_SEED=seed.
  */
 #ifndef HG_TESTLIB_H
 #define HG_TESTLIB_H
@@ -28,7 +34,9 @@ struct test_entry {
 #define TEST_MAX 512
 static struct test_entry test_table[TEST_MAX];
 static int test_count;
+static int test_dropped; /* registrations past TEST_MAX: the run fails */
 static int test_failed_now;
+static const char *test_current;
 
 static inline void test_register(const char *name, test_fn fn)
 {
@@ -36,18 +44,42 @@ static inline void test_register(const char *name, test_fn fn)
         test_table[test_count].name = name;
         test_table[test_count].fn = fn;
         test_count++;
+    } else {
+        test_dropped++;
     }
 }
 
-/* A fixed-seed xorshift32: random tests stay reproducible run to run. */
-static uint32_t test_rng_state = 2463534242u;
+/* A test's own random stream (splitmix64 over a seed). */
+typedef struct test_rng {
+    uint64_t state;
+    uint64_t seed;
+} test_rng;
 
-static inline uint32_t test_rand(void)
+/* The stream for the running test: `def`, or HG_TEST_SEED when set.  Prints
+ * the seed so that any failure can be replayed alone. */
+static inline test_rng test_seed(uint64_t def)
 {
-    test_rng_state ^= test_rng_state << 13;
-    test_rng_state ^= test_rng_state >> 17;
-    test_rng_state ^= test_rng_state << 5;
-    return test_rng_state;
+    const char *env = getenv("HG_TEST_SEED");
+    test_rng r = {.seed = def};
+    if (env != NULL && *env != '\0')
+        r.seed = strtoull(env, NULL, 0);
+    r.state = r.seed;
+    printf("     %s: seed %" PRIu64 " (replay: HG_TEST_FILTER=%s HG_TEST_SEED=%" PRIu64 ")\n",
+           test_current ? test_current : "?", r.seed, test_current ? test_current : "?", r.seed);
+    return r;
+}
+
+static inline uint64_t test_rand64(test_rng *r)
+{
+    uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static inline uint32_t test_rand(test_rng *r)
+{
+    return (uint32_t)(test_rand64(r) >> 32);
 }
 
 #define TEST(name)                                                                                 \
@@ -121,6 +153,7 @@ static inline int test_run_all(void)
         if (filter && *filter && strstr(test_table[i].name, filter) == NULL)
             continue;
         test_failed_now = 0;
+        test_current = test_table[i].name;
         test_table[i].fn();
         if (test_failed_now) {
             printf("FAIL %s\n", test_table[i].name);
@@ -130,6 +163,10 @@ static inline int test_run_all(void)
             passed++;
         }
         fflush(stdout);
+    }
+    if (test_dropped > 0) {
+        printf("FAIL %d tests registered past TEST_MAX (%d): raise it\n", test_dropped, TEST_MAX);
+        failed += test_dropped;
     }
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 && passed > 0 ? 0 : 1;

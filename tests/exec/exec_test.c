@@ -287,8 +287,10 @@ out:
 
 TEST(random_dags_typed_cores)
 {
-    for (uint64_t seed = 1; seed <= 6; seed++) {
-        const char *why = random_dag_case("sim:cube=1,vector=2", 300, seed * 7919);
+    test_rng rng = test_seed(7919);
+    for (int i = 0; i < 6; i++) {
+        uint64_t seed = test_rand64(&rng);
+        const char *why = random_dag_case("sim:cube=1,vector=2", 300, seed);
         if (why != NULL)
             TEST_FAIL_("seed %llu: %s", (unsigned long long)seed, why);
     }
@@ -296,8 +298,10 @@ TEST(random_dags_typed_cores)
 
 TEST(random_dags_any_cores)
 {
-    for (uint64_t seed = 1; seed <= 6; seed++) {
-        const char *why = random_dag_case("sim:cores=3", 300, seed * 104729);
+    test_rng rng = test_seed(104729);
+    for (int i = 0; i < 6; i++) {
+        uint64_t seed = test_rand64(&rng);
+        const char *why = random_dag_case("sim:cores=3", 300, seed);
         if (why != NULL)
             TEST_FAIL_("seed %llu: %s", (unsigned long long)seed, why);
     }
@@ -305,10 +309,11 @@ TEST(random_dags_any_cores)
 
 TEST(random_dags_one_core_and_many_cores)
 {
-    const char *why = random_dag_case("sim:cores=1", 200, 12345);
+    test_rng rng = test_seed(12345);
+    const char *why = random_dag_case("sim:cores=1", 200, test_rand64(&rng));
     if (why != NULL)
         TEST_FAIL_("cores=1: %s", why);
-    why = random_dag_case("sim:cube=3,vector=5", 400, 777);
+    why = random_dag_case("sim:cube=3,vector=5", 400, test_rand64(&rng));
     if (why != NULL)
         TEST_FAIL_("cube=3,vector=5: %s", why);
 }

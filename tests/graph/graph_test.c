@@ -73,19 +73,19 @@ typedef struct rparams {
     size_t buf_bytes, max_len;
 } rparams;
 
-static void random_tasks(rtask *ts, const rparams *p)
+static void random_tasks(rtask *ts, const rparams *p, test_rng *rng)
 {
     static const hg_dir access[3] = {HG_IN, HG_OUT, HG_INOUT};
     for (uint32_t t = 0; t < p->ntasks; t++) {
-        ts[t].nargs = test_rand() % (MAX_ARGS + 1);
+        ts[t].nargs = test_rand(rng) % (MAX_ARGS + 1);
         for (uint32_t i = 0; i < ts[t].nargs; i++) {
-            hg_devaddr base = 0x100000ull * (1 + test_rand() % NBUF);
-            size_t lo = test_rand() % p->buf_bytes, len = test_rand() % (p->max_len + 1);
+            hg_devaddr base = 0x100000ull * (1 + test_rand(rng) % NBUF);
+            size_t lo = test_rand(rng) % p->buf_bytes, len = test_rand(rng) % (p->max_len + 1);
             if (lo + len > p->buf_bytes)
                 len = p->buf_bytes - lo;
-            if (test_rand() % 16 == 0)
+            if (test_rand(rng) % 16 == 0)
                 len = 0; /* an empty view: never a dependency */
-            ts[t].args[i] = targ(base + lo, base + lo + len, access[test_rand() % 3]);
+            ts[t].args[i] = targ(base + lo, base + lo + len, access[test_rand(rng) % 3]);
         }
     }
 }
@@ -169,9 +169,10 @@ TEST(random_graphs_match_brute_force)
     static rtask ts[MAX_T];
     graph g;
     graph_init(&g); /* one graph reused across all rounds, as the runner does */
+    test_rng rng = test_seed(60);
     for (int round = 0; round < 60; round++) {
         const rparams *p = &shapes[round % 5];
-        random_tasks(ts, p);
+        random_tasks(ts, p, &rng);
         graph_reset(&g);
         const char *why = build_and_check(&g, ts, p->ntasks);
         if (why != NULL)
@@ -185,7 +186,8 @@ TEST(reset_rebuilds_the_same_graph)
     static rtask ts[MAX_T];
     static uint32_t from[1 << 16], to[1 << 16];
     rparams p = {MAX_T, 128, 32};
-    random_tasks(ts, &p);
+    test_rng rng = test_seed(128);
+    random_tasks(ts, &p, &rng);
     graph g;
     graph_init(&g);
     ASSERT(build_and_check(&g, ts, MAX_T) == NULL);
@@ -416,8 +418,9 @@ TEST(tile_graph_scales)
     static uint32_t order[NT];
     for (uint32_t i = 0; i < NT; i++)
         order[i] = i;
+    test_rng rng = test_seed(30000);
     for (uint32_t i = NT - 1; i > 0; i--) {
-        uint32_t j = test_rand() % (i + 1), tmp = order[i];
+        uint32_t j = test_rand(&rng) % (i + 1), tmp = order[i];
         order[i] = order[j];
         order[j] = tmp;
     }
