@@ -134,24 +134,45 @@ typedef uint64_t hg_devaddr;
 
 typedef enum hg_core_type { HG_CORE_CUBE = 0, HG_CORE_VECTOR = 1, HG_CORE_ANY = 2 } hg_core_type;
 
+/* Every device allocation starts at a multiple of HG_DEVICE_ALIGN bytes, and
+ * so does the pointer a kernel gets for it (and for each staged arg's slice):
+ * kernels may use aligned vector loads as on hardware.  Capacity is consumed
+ * in whole units of it. */
+#define HG_DEVICE_ALIGN 1024u
+
 /*
  * Opens a device from a spec string:
  *   "sim"                      4 cores, each runs cube and vector kernels
  *   "sim:cores=N"              N cores that run any kernel
  *   "sim:cube=C,vector=V"      C cube cores and V vector cores
  * further sim keys, comma separated:
- *   mem=BYTES                  device memory capacity (default 32 GiB); K/M/G suffixes
+ *   mem=BYTES                  device memory capacity; K/M/G suffixes.  Default:
+ *                              half the host's physical memory (the sim backs
+ *                              device memory with host memory, so "device
+ *                              memory full" comes before the host runs out)
  *   link_gbps=G                cap each copy at G GB/s (a PCIe-like link model)
- *   fail_alloc=K, fail_copy=K  fail the K-th allocation / copy (fault injection)
- * On error returns HG_EINVAL and, if errbuf is not NULL, writes a one-line
- * message naming the bad key or value.
+ *   fail_alloc=K, fail_copy=K  fail the K-th allocation / copy (fault injection),
+ *                              K >= 1
+ * Whole numbers are decimal without a leading zero ("cores=04" is refused, not
+ * read as 4).  On error returns HG_EINVAL and, if errbuf is not NULL, writes a
+ * one-line message naming the bad key or value.
+ *
+ * The sim's memory is one arena of `mem` bytes reserved at open and touched
+ * lazily: memory freed and allocated again costs no fresh page faults.
+ *
+ * Sharing: a device may be used by several runners from several threads at
+ * once.  Their copies and allocations proceed concurrently; their graphs take
+ * turns on the cores (one executes at a time, the others wait for it).
  */
 int hg_device_open(const char *spec, hg_device **out, char *errbuf, size_t errlen);
 /* Frees all device memory still allocated and stops the core threads.
  * Close every runner opened on the device first. */
 void hg_device_close(hg_device *dev);
-/* The normalized spec, e.g. "sim:cores=4" or "sim:cube=1,vector=2,link_gbps=16". */
+/* The normalized spec, e.g. "sim:cores=4" or "sim:cube=1,vector=2,link_gbps=16".
+ * mem= shows only when it differs from this host's default. */
 const char *hg_device_spec(const hg_device *dev);
+/* Device memory capacity in bytes (mem=, or the default); 0 for NULL. */
+uint64_t hg_device_capacity(const hg_device *dev);
 uint32_t hg_device_num_cores(const hg_device *dev);
 hg_core_type hg_device_core_type(const hg_device *dev, uint32_t core);
 
@@ -159,9 +180,11 @@ typedef struct hg_device_counters {
     uint64_t h2d_bytes, d2h_bytes;   /* bytes copied each way */
     uint64_t h2d_copies, d2h_copies; /* copy calls each way */
     uint64_t allocs, frees;          /* successful allocations and frees */
-    uint64_t live_bytes, peak_bytes; /* device bytes allocated now, and at most */
+    uint64_t live_bytes, peak_bytes; /* device bytes held now, and at most: each
+                                        allocation rounded up to HG_DEVICE_ALIGN */
 } hg_device_counters;
 
+/* Device-wide counters: every runner's and user's operations together. */
 void hg_device_counters_get(const hg_device *dev, hg_device_counters *out);
 
 typedef enum hg_fault { HG_FAULT_ALLOC, HG_FAULT_COPY } hg_fault;
@@ -199,23 +222,43 @@ typedef struct hg_tensor {
     hg_devaddr device;
 } hg_tensor;
 
+/*
+ * The tensor calls return HG_EINVAL for a NULL view or a NULL out-param, and
+ * write no out-param when they fail.  A view filled in by hand with ndims 0
+ * is one element; the constructors refuse ndims 0 (say ndims 1, shape {1}).
+ */
+
 /* A dense row-major view of a host buffer, starting at element 0.
- * HG_ELIMIT if ndims > HG_MAX_DIMS, HG_EOVERFLOW if the strides overflow. */
+ * HG_EINVAL if out or hb is NULL, ndims is 0, shape is NULL or dtype is not
+ * a dtype; HG_ELIMIT if ndims > HG_MAX_DIMS; HG_EOVERFLOW if the strides or
+ * the byte size overflow; HG_ERANGE if the view's bytes exceed
+ * hg_hostbuf_size(hb) (an empty view fits any buffer). */
 int hg_tensor_host(hg_tensor *out, hg_hostbuf *hb, hg_dtype dtype, uint32_t ndims,
                    const size_t *shape);
 /* A dense row-major view of user-owned device memory at `addr` (which is 0
- * only for an empty view: HG_EINVAL otherwise). */
+ * only for an empty view: HG_EINVAL otherwise).  The same HG_EINVAL (out
+ * NULL, ndims 0, shape NULL, bad dtype), HG_ELIMIT and HG_EOVERFLOW as
+ * hg_tensor_host; HG_EOVERFLOW too if the view runs past the end of the
+ * 64-bit device address space.  Device allocation sizes are not checked. */
 int hg_tensor_device(hg_tensor *out, hg_devaddr addr, hg_dtype dtype, uint32_t ndims,
                      const size_t *shape);
-/* Narrows dimension `dim` to [start, start+len).  HG_ERANGE if it does not fit. */
+/* Narrows dimension `dim` to [start, start+len).  HG_ERANGE if it does not
+ * fit; HG_EINVAL if t or out is NULL (they may be the same view) or dim >= ndims;
+ * HG_EOVERFLOW if the new offset overflows. */
 int hg_tensor_slice(const hg_tensor *t, uint32_t dim, size_t start, size_t len, hg_tensor *out);
-/* Number of elements times element size. */
+/* Number of elements times element size (a broadcast element counts each
+ * time).  HG_EINVAL for a NULL view or out, or a bad dtype; HG_ELIMIT if
+ * ndims > HG_MAX_DIMS; HG_EOVERFLOW if the size or the extent overflows. */
 int hg_tensor_nbytes(const hg_tensor *t, size_t *out);
-/* The byte extent [*lo, *hi) within the buffer; lo == hi == 0 when empty. */
+/* The byte extent [*lo, *hi) within the buffer; lo == hi == 0 when empty.
+ * HG_EINVAL for a NULL view, lo or hi, or a bad dtype; HG_ELIMIT if ndims >
+ * HG_MAX_DIMS; HG_EOVERFLOW if the extent overflows. */
 int hg_tensor_extent(const hg_tensor *t, size_t *lo, size_t *hi);
-/* True if the view's elements are exactly its extent (no gaps, no reuse). */
+/* True if the view's elements are exactly its extent (no gaps, no reuse);
+ * false for NULL or a view whose extent is not computable. */
 bool hg_tensor_is_dense(const hg_tensor *t);
-/* True if a and b view the same buffer and their byte extents intersect. */
+/* True if a and b view the same buffer and their byte extents intersect;
+ * false if either is NULL or not computable. */
 bool hg_tensor_overlap(const hg_tensor *a, const hg_tensor *b);
 
 /* -------------------------------------------------------------------- args */
@@ -262,7 +305,7 @@ typedef struct hg_kernel_ctx {
 typedef int (*hg_kernel_fn)(const hg_kernel_ctx *ctx);
 
 typedef struct hg_kernel {
-    const char *name; /* shown in traces and errors */
+    const char *name; /* shown in traces and errors; NULL shows as "(unnamed)" */
     hg_kernel_fn fn;
     hg_core_type core; /* HG_CORE_CUBE or HG_CORE_VECTOR */
 } hg_kernel;
@@ -347,6 +390,8 @@ size_t hg_trace_num_task_spans(const hg_trace *t);
 
 typedef struct hg_runner hg_runner;
 
+/* A run's own counts: exact, and only this run's operations even while other
+ * runners use the same device. */
 typedef struct hg_run_stats {
     uint64_t wall_ns; /* the whole run */
     uint64_t bind_ns, orch_ns, exec_ns, copyback_ns, release_ns;
@@ -357,6 +402,12 @@ typedef struct hg_run_stats {
     size_t retained_bytes;           /* retained buffer capacity after the run */
 } hg_run_stats;
 
+/* A runner keeps, across runs, a retained device buffer that holds the
+ * staged args' slices (each HG_DEVICE_ALIGN-aligned).  It grows when a run
+ * needs more, geometrically (at least doubling, within the device's free
+ * memory), so an arg that grows a little every run makes O(log n)
+ * allocations over n runs; it never shrinks.  Several runners may share one
+ * device, each used by one thread at a time. */
 int hg_runner_open(hg_device *dev, hg_runner **out);
 /* Frees the retained buffer and forgets all staging state. NULL is a no-op. */
 void hg_runner_close(hg_runner *r);
@@ -366,9 +417,25 @@ void hg_runner_set_trace(hg_runner *r, hg_trace *t);
 size_t hg_runner_retained_capacity(const hg_runner *r);
 
 /*
- * One run: bind -> orchestrate -> execute -> copy back -> release.  On failure
- * nothing is copied back, all run-owned memory is freed, and the runner stays
- * usable.  `stats` may be NULL; it is filled on success and failure alike.
+ * One run: bind -> orchestrate -> execute -> copy back -> release.
+ *
+ *   - bind: IN and INOUT args are copied to the device; pure OUT args' device
+ *     bytes are filled with the poison byte 0xA5, so bytes no task writes come
+ *     back as 0xA5, never as data another arg left on the device.  A zero-byte
+ *     arg of any kind (host view, or device view at address 0 or any other)
+ *     gets a NULL pointer and no allocation.
+ *   - copy back is all or nothing: every OUT and INOUT arg lands in host
+ *     staging first and reaches its host buffer only when every copy
+ *     succeeded.  Only the bytes a view covers are written (a strided view's
+ *     gaps keep their host bytes), and each written buffer's generation moves
+ *     on.  A strided view crosses the link as its whole extent in one copy or
+ *     one copy per contiguous run, whichever is cheaper.
+ *   - on failure (at any stage, copy-back included) no host byte and no
+ *     generation changed, all run-owned memory is freed, and the runner stays
+ *     usable; hg_runner_errmsg names the first failure (an orchestration's
+ *     first failing call keeps its code and message together).
+ *
+ * `stats` may be NULL; it is filled on success and failure alike.
  */
 int hg_runner_run(hg_runner *r, const hg_callable *c, const hg_arg *args, uint32_t nargs,
                   hg_run_stats *stats);

@@ -3,7 +3,8 @@
 #   1. the clang-format check;
 #   2. the normal build and the whole ctest suite;
 #   3. the whole suite again built with AddressSanitizer + UndefinedBehaviorSanitizer;
-#   4. the scheduler, device and runner tests built with ThreadSanitizer.
+#   4. the whole suite again built with ThreadSanitizer (nearly every test
+#      starts threads: the sim's cores, runners sharing a device).
 # Usage: bash tests/run_all.sh        (from the repository root; about a minute on 2 cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,11 +33,11 @@ echo "== AddressSanitizer + UndefinedBehaviorSanitizer"
 build build-asan -DHG_SANITIZE=address,undefined
 ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j"$jobs"
 
-echo "== ThreadSanitizer (scheduler, device, runner)"
+echo "== ThreadSanitizer"
 build build-tsan -DHG_SANITIZE=thread
 # TSan needs a low-entropy address space on kernels with high mmap randomness.
 tsan_prefix=()
 if command -v setarch >/dev/null && setarch "$(uname -m)" -R true 2>/dev/null; then
     tsan_prefix=(setarch "$(uname -m)" -R)
 fi
-"${tsan_prefix[@]}" ctest --test-dir build-tsan --output-on-failure -L 'exec|device|run'
+"${tsan_prefix[@]}" ctest --test-dir build-tsan --output-on-failure -j"$jobs"

@@ -128,6 +128,7 @@ static inline uint32_t test_rand(test_rng *r)
 #define ASSERT_UEQ(a, b) ASSERT_UINT_OP_(a, ==, b)
 #define ASSERT_ULE(a, b) ASSERT_UINT_OP_(a, <=, b)
 #define ASSERT_UGE(a, b) ASSERT_UINT_OP_(a, >=, b)
+#define ASSERT_UGT(a, b) ASSERT_UINT_OP_(a, >, b)
 #define ASSERT_OK(expr)  ASSERT_EQ((expr), 0)
 
 #define ASSERT_STR_EQ(a, b)                                                                        \

@@ -5,7 +5,9 @@
  * capacity check and fault injection, and calls a backend only for work that
  * differs between backends: memory, copies, address translation and cores.
  * Invariants a backend keeps:
- *   - addresses it hands out are never 0 and never host pointers;
+ *   - addresses it hands out are never 0, never host pointers, and multiples
+ *     of HG_DEVICE_ALIGN (and so are the host pointers translate returns for
+ *     them, where a backend has host pointers);
  *   - malloc/free/copy/translate/find_alloc are safe to call from any thread,
  *     translate and find_alloc concurrently with each other;
  *   - a failed call changes nothing (no memory, no table entry);
@@ -32,7 +34,7 @@ typedef struct device_config {
     uint32_t ncores;     /* total cores, >= 1 */
     uint32_t ncube;      /* typed only */
     uint32_t nvector;    /* typed only */
-    uint64_t mem_bytes;  /* capacity, > 0 */
+    uint64_t mem_bytes;  /* capacity, > 0: allocations rounded up to HG_DEVICE_ALIGN */
     double link_gbps;    /* 0: link model off */
     uint64_t fail_alloc; /* 0: not armed */
     uint64_t fail_copy;  /* 0: not armed */
@@ -59,6 +61,9 @@ typedef struct device_ops {
     /* HG_ERANGE unless the device range lies inside one live allocation. */
     int (*copy_to)(void *state, hg_devaddr dst, const void *src, size_t bytes);
     int (*copy_from)(void *state, void *dst, hg_devaddr src, size_t bytes);
+    /* Sets every byte of the device range to `value` on the device (no copy
+     * crosses the link).  HG_ERANGE as for copies. */
+    int (*fill)(void *state, hg_devaddr dst, int value, size_t bytes);
     void *(*translate)(void *state, hg_devaddr addr, size_t bytes);
     int (*find_alloc)(void *state, hg_devaddr addr, hg_devaddr *base, size_t *size);
     void (*run_cores)(void *state, device_core_fn fn, void *ctx);

@@ -8,8 +8,13 @@
  * Invariants:
  *   - counters count successful operations only: a call that fails (bad
  *     argument, range, capacity, injected fault, backend) changes none;
- *   - live_bytes is the sum of the sizes of live allocations and never
- *     exceeds the capacity (mem=); peak_bytes is the largest live_bytes seen;
+ *   - live_bytes is the sum of the spans of live allocations (each size
+ *     rounded up to HG_DEVICE_ALIGN, as a real device's allocator rounds)
+ *     and never exceeds the capacity (mem=); peak_bytes is the largest
+ *     live_bytes seen;
+ *   - every counted operation is also added, under the same lock, to the
+ *     caller's tally when it passes one (device.h): a runner's own counts,
+ *     exact even while other runners use the device;
  *   - an armed fault counts every allocation / copy that passed argument and
  *     range validation, the runtime's and the user's alike; the k-th fails
  *     once, doing nothing, and the fault disarms itself;
@@ -22,18 +27,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "device/backend.h"
 
 #define DEVICE_SPEC_MAX      256
 #define DEVICE_DEFAULT_CORES 4u
-#define DEVICE_DEFAULT_MEM   (32ull << 30)
+/* Without mem=, the capacity is this share of the host's physical memory:
+ * the sim backs device memory with host memory, so "device memory full" must
+ * come before the host runs out (a sim device copy beside the host copy). */
+#define DEVICE_DEFAULT_MEM_SHARE 2u
 
 struct hg_device {
     const device_ops *ops;
     void *state; /* the backend's */
     device_config cfg;
     char spec[DEVICE_SPEC_MAX];
+    uint64_t default_mem; /* this host's default capacity */
     pthread_mutex_t lock; /* counters and faults */
     hg_device_counters counters;
     uint64_t fault_alloc; /* allocations left until the injected failure; 0: off */
@@ -85,10 +95,11 @@ static int spec_fail(const spec_parse *p, const char *fmt, ...)
     return HG_EINVAL;
 }
 
-/* Decimal digits only: no sign, no spaces, no overflow. */
+/* Decimal digits only: no sign, no spaces, no leading zero (so "04" is not
+ * silently read as 4), no overflow. */
 static bool parse_u64_n(const char *s, size_t len, uint64_t *out)
 {
-    if (len == 0)
+    if (len == 0 || (len > 1 && s[0] == '0'))
         return false;
     uint64_t v = 0;
     for (size_t i = 0; i < len; i++) {
@@ -137,7 +148,10 @@ static int spec_set_count(spec_parse *p, device_config *cfg, enum spec_key key, 
 {
     uint64_t v;
     if (!parse_u64_n(value, strlen(value), &v))
-        return spec_fail(p, "bad value '%s' for key '%s' (want a whole number)", value,
+        return spec_fail(p, "bad value '%s' for key '%s' (want a whole number, no leading zero)",
+                         value, spec_key_names[key]);
+    if ((key == KEY_FAIL_ALLOC || key == KEY_FAIL_COPY) && v == 0)
+        return spec_fail(p, "%s=0 would inject nothing (want K >= 1: the K-th one fails)",
                          spec_key_names[key]);
     if (key == KEY_FAIL_ALLOC || key == KEY_FAIL_COPY) {
         *(key == KEY_FAIL_ALLOC ? &cfg->fail_alloc : &cfg->fail_copy) = v;
@@ -190,6 +204,18 @@ static int spec_item(spec_parse *p, device_config *cfg, char *item)
     return spec_fail(p, "unknown key '%s' (value '%s')", item, eq + 1);
 }
 
+/* DEVICE_DEFAULT_MEM_SHARE of physical memory, in whole MiB; 1 GiB if the
+ * host will not say. */
+static uint64_t device_default_mem(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0)
+        return 1ull << 30;
+    uint64_t bytes = (uint64_t)pages * (uint64_t)page / DEVICE_DEFAULT_MEM_SHARE;
+    bytes &= ~((1ull << 20) - 1);
+    return bytes > 0 ? bytes : 1ull << 30;
+}
+
 /* Checks how the core keys combine and fills in the defaults. */
 static int spec_finish(spec_parse *p, device_config *cfg)
 {
@@ -208,7 +234,7 @@ static int spec_finish(spec_parse *p, device_config *cfg)
         cfg->ncores = DEVICE_DEFAULT_CORES;
     }
     if (!(p->seen & (1u << KEY_MEM)))
-        cfg->mem_bytes = DEVICE_DEFAULT_MEM;
+        cfg->mem_bytes = device_default_mem();
     return 0;
 }
 
@@ -274,7 +300,7 @@ static void device_normalize_spec(hg_device *dev)
         used = (size_t)snprintf(s, n, "%s:cube=%u,vector=%u", name, c->ncube, c->nvector);
     else
         used = (size_t)snprintf(s, n, "%s:cores=%u", name, c->ncores);
-    if (c->mem_bytes != DEVICE_DEFAULT_MEM && used < n) {
+    if (c->mem_bytes != dev->default_mem && used < n) {
         char mem[32];
         format_bytes(mem, sizeof mem, c->mem_bytes);
         used += (size_t)snprintf(s + used, n - used, ",mem=%s", mem);
@@ -307,11 +333,13 @@ int hg_device_open(const char *spec, hg_device **out, char *errbuf, size_t errle
     }
     dev->ops = ops;
     dev->cfg = cfg;
+    dev->default_mem = device_default_mem();
     dev->fault_alloc = cfg.fail_alloc;
     dev->fault_copy = cfg.fail_copy;
     rc = ops->open(&dev->cfg, &dev->state);
     if (rc != 0) {
-        spec_fail(&p, "backend '%s' could not start (%s)", ops->name, hg_strerror(rc));
+        spec_fail(&p, "backend '%s' could not start with mem=%llu bytes (%s)", ops->name,
+                  (unsigned long long)cfg.mem_bytes, hg_strerror(rc));
         free(dev);
         return rc;
     }
@@ -335,6 +363,11 @@ void hg_device_close(hg_device *dev)
 const char *hg_device_spec(const hg_device *dev)
 {
     return dev ? dev->spec : "";
+}
+
+uint64_t hg_device_capacity(const hg_device *dev)
+{
+    return dev ? dev->cfg.mem_bytes : 0;
 }
 
 uint32_t hg_device_num_cores(const hg_device *dev)
@@ -396,43 +429,79 @@ static bool device_fault_fires(uint64_t *left)
 
 /* ------------------------------------------------------- device memory */
 
-int hg_devbuf_malloc(hg_device *dev, size_t bytes, hg_devaddr *out)
+/* The device bytes an allocation of `bytes` holds; false past the range. */
+static bool device_span(size_t bytes, uint64_t *span)
+{
+    if (bytes > UINT64_MAX - (HG_DEVICE_ALIGN - 1))
+        return false;
+    *span = ((uint64_t)bytes + HG_DEVICE_ALIGN - 1) & ~(uint64_t)(HG_DEVICE_ALIGN - 1);
+    return true;
+}
+
+/* Adds one allocation of `span` bytes to a counter set. */
+static void counters_alloc(hg_device_counters *c, uint64_t span)
+{
+    c->allocs++;
+    c->live_bytes += span;
+    if (c->live_bytes > c->peak_bytes)
+        c->peak_bytes = c->live_bytes;
+}
+
+int device_malloc(hg_device *dev, size_t bytes, hg_devaddr *out, hg_device_counters *tally)
 {
     if (dev == NULL || out == NULL || bytes == 0)
         return HG_EINVAL;
     *out = 0;
+    uint64_t span;
+    if (!device_span(bytes, &span))
+        return HG_EDEVMEM;
     hg_devaddr addr = 0;
     pthread_mutex_lock(&dev->lock);
     hg_device_counters *c = &dev->counters;
     int rc = device_fault_fires(&dev->fault_alloc) ? HG_EDEVMEM : 0;
-    if (rc == 0 && bytes > dev->cfg.mem_bytes - c->live_bytes)
+    if (rc == 0 && span > dev->cfg.mem_bytes - c->live_bytes)
         rc = HG_EDEVMEM;
     if (rc == 0)
         rc = dev->ops->malloc(dev->state, bytes, &addr);
     if (rc == 0) {
-        c->allocs++;
-        c->live_bytes += bytes;
-        if (c->live_bytes > c->peak_bytes)
-            c->peak_bytes = c->live_bytes;
+        counters_alloc(c, span);
+        if (tally != NULL)
+            counters_alloc(tally, span);
         *out = addr;
     }
     pthread_mutex_unlock(&dev->lock);
     return rc;
 }
 
-int hg_devbuf_free(hg_device *dev, hg_devaddr addr)
+int device_free(hg_device *dev, hg_devaddr addr, hg_device_counters *tally)
 {
     if (dev == NULL)
         return HG_EINVAL;
     size_t bytes = 0;
+    uint64_t span = 0;
     pthread_mutex_lock(&dev->lock);
     int rc = dev->ops->free(dev->state, addr, &bytes);
     if (rc == 0) {
+        device_span(bytes, &span); /* cannot fail: the allocation had a span */
         dev->counters.frees++;
-        dev->counters.live_bytes -= bytes;
+        dev->counters.live_bytes -= span;
+        if (tally != NULL) {
+            tally->frees++;
+            tally->live_bytes -= span < tally->live_bytes ? span : tally->live_bytes;
+        }
     }
     pthread_mutex_unlock(&dev->lock);
     return rc;
+}
+
+int hg_devbuf_malloc(hg_device *dev, size_t bytes, hg_devaddr *out)
+{
+    return device_malloc(dev, bytes, out, NULL);
+}
+
+int hg_devbuf_free(hg_device *dev, hg_devaddr addr)
+{
+    return device_free(dev, addr, NULL);
 }
 
 /* Validation and fault check shared by both copy directions: HG_EINVAL,
@@ -449,18 +518,22 @@ static int device_copy_begin(hg_device *dev, hg_devaddr addr, const void *host, 
     return fired ? HG_ECOPY : 0;
 }
 
-static void device_copy_count(hg_device *dev, uint64_t *bytes_ctr, uint64_t *calls_ctr,
-                              size_t bytes)
+/* Counts one finished copy on the device and on the caller's tally. */
+static void device_copy_count(hg_device *dev, bool to_device, size_t bytes,
+                              hg_device_counters *tally)
 {
     pthread_mutex_lock(&dev->lock);
-    *bytes_ctr += bytes;
-    (*calls_ctr)++;
+    for (hg_device_counters *c = &dev->counters; c != NULL; c = c == tally ? NULL : tally) {
+        *(to_device ? &c->h2d_bytes : &c->d2h_bytes) += bytes;
+        (*(to_device ? &c->h2d_copies : &c->d2h_copies))++;
+    }
     pthread_mutex_unlock(&dev->lock);
 }
 
 /* A zero-byte copy moves nothing: it succeeds without counting (a non-NULL
  * device is all it needs). */
-int hg_devbuf_copy_to(hg_device *dev, hg_devaddr dst, const void *src, size_t bytes)
+int device_copy_to(hg_device *dev, hg_devaddr dst, const void *src, size_t bytes,
+                   hg_device_counters *tally)
 {
     if (bytes == 0)
         return dev ? 0 : HG_EINVAL;
@@ -468,11 +541,12 @@ int hg_devbuf_copy_to(hg_device *dev, hg_devaddr dst, const void *src, size_t by
     if (rc == 0)
         rc = dev->ops->copy_to(dev->state, dst, src, bytes);
     if (rc == 0)
-        device_copy_count(dev, &dev->counters.h2d_bytes, &dev->counters.h2d_copies, bytes);
+        device_copy_count(dev, true, bytes, tally);
     return rc;
 }
 
-int hg_devbuf_copy_from(hg_device *dev, void *dst, hg_devaddr src, size_t bytes)
+int device_copy_from(hg_device *dev, void *dst, hg_devaddr src, size_t bytes,
+                     hg_device_counters *tally)
 {
     if (bytes == 0)
         return dev ? 0 : HG_EINVAL;
@@ -480,8 +554,27 @@ int hg_devbuf_copy_from(hg_device *dev, void *dst, hg_devaddr src, size_t bytes)
     if (rc == 0)
         rc = dev->ops->copy_from(dev->state, dst, src, bytes);
     if (rc == 0)
-        device_copy_count(dev, &dev->counters.d2h_bytes, &dev->counters.d2h_copies, bytes);
+        device_copy_count(dev, false, bytes, tally);
     return rc;
+}
+
+int hg_devbuf_copy_to(hg_device *dev, hg_devaddr dst, const void *src, size_t bytes)
+{
+    return device_copy_to(dev, dst, src, bytes, NULL);
+}
+
+int hg_devbuf_copy_from(hg_device *dev, void *dst, hg_devaddr src, size_t bytes)
+{
+    return device_copy_from(dev, dst, src, bytes, NULL);
+}
+
+int device_fill(hg_device *dev, hg_devaddr dst, int value, size_t bytes)
+{
+    if (dev == NULL)
+        return HG_EINVAL;
+    if (bytes == 0)
+        return 0;
+    return dev->ops->fill(dev->state, dst, value, bytes);
 }
 
 /* -------------------------------------------------- internal interface */

@@ -15,6 +15,24 @@
 
 #include "hostgraph.h"
 
+/*
+ * Memory and copies with a tally: the same as hg_devbuf_malloc, _free,
+ * _copy_to and _copy_from, and each counted operation is also added to
+ * *tally (when not NULL), under the device's lock.  A runner passes its own
+ * counters, so its stats count its operations only, even while other runners
+ * share the device.  live_bytes in a tally counts what that caller holds.
+ */
+int device_malloc(hg_device *dev, size_t bytes, hg_devaddr *out, hg_device_counters *tally);
+int device_free(hg_device *dev, hg_devaddr addr, hg_device_counters *tally);
+int device_copy_to(hg_device *dev, hg_devaddr dst, const void *src, size_t bytes,
+                   hg_device_counters *tally);
+int device_copy_from(hg_device *dev, void *dst, hg_devaddr src, size_t bytes,
+                     hg_device_counters *tally);
+/* Sets `bytes` device bytes at dst to `value` on the device itself: no copy
+ * crosses the link and none is counted.  HG_ERANGE unless the range lies in
+ * one live allocation. */
+int device_fill(hg_device *dev, hg_devaddr dst, int value, size_t bytes);
+
 /* The function every core runs for one device_run_cores call. */
 typedef void (*device_core_fn)(void *ctx, uint32_t core, hg_core_type type);
 
@@ -27,7 +45,8 @@ void *device_translate(hg_device *dev, hg_devaddr addr, size_t bytes);
 int device_find_alloc(hg_device *dev, hg_devaddr addr, hg_devaddr *base, size_t *size);
 
 /* Runs fn(ctx, core, type) once on every core thread and returns when all
- * have returned.  Not reentrant: one call at a time per device. */
+ * have returned.  Safe to call from several threads: callers take turns (one
+ * graph on the cores at a time).  Not reentrant from a core thread. */
 void device_run_cores(hg_device *dev, device_core_fn fn, void *ctx);
 
 /* True if some core can run kernels of type `type` (CUBE or VECTOR). */

@@ -1,47 +1,84 @@
 /*
  * sim.c: the simulated device backend: memory, copies, translation, cores.
  *
- * Device memory.  Each allocation gets its own host backing (malloc) and a
- * device address in a non-canonical x86-64 range, so a host dereference of a
- * device address faults as it would on hardware instead of silently reading
- * memory.  Addresses are assigned first-fit at SIM_ALIGN so a freed address is
- * reused: freshness above must never be inferred from an address.  New
- * backing is poisoned (SIM_POISON) so a kernel that reads bytes nobody wrote
- * sees garbage, not the zeros a fresh mmap would give.
+ * Device memory is a fixed pool, as on hardware: one arena of `mem` bytes,
+ * reserved once at open with MAP_NORESERVE (so a capacity larger than the
+ * host's RAM costs nothing until touched) and touched lazily.  The sim's own
+ * allocator hands out ranges of it, so memory freed and allocated again costs
+ * no fresh page faults: a round that reuses its device memory pays memset
+ * speed, not first-touch speed.
+ *
+ * Addresses.  A range at arena offset `off` has device address SIM_BASE + off,
+ * in a non-canonical x86-64 range, so a host dereference of a device address
+ * faults as it would on hardware instead of silently reading memory.  The
+ * arena is page-aligned and SIM_BASE is too, so a kernel's pointer has the
+ * same alignment as its device address: HG_DEVICE_ALIGN (1024) at the start
+ * of every allocation.  Ranges are reused first-fit, so a freed address comes
+ * back: freshness above must never be inferred from an address.  New ranges
+ * are poisoned (SIM_POISON) so a kernel that reads bytes nobody wrote sees
+ * garbage, not zeros or another allocation's old data.
+ *
+ * Sanitizers.  Under AddressSanitizer every allocation gets a redzone of
+ * HG_DEVICE_ALIGN bytes after it, and freed ranges and redzones are poisoned
+ * by hand, so a kernel that overruns its allocation is still caught although
+ * the arena is one big mapping.  The arena is twice `mem` then, so redzones
+ * never cost capacity (device.c counts capacity without them).
  *
  * Invariants of the allocation table:
- *   - entries are sorted by addr and their spans [addr, addr+span) are
- *     disjoint and inside [SIM_BASE, SIM_LIMIT);
+ *   - entries are sorted by addr; their spans [addr, addr+span) are disjoint,
+ *     HG_DEVICE_ALIGN-aligned and inside the arena;
  *   - it is read (translate, copies) under the read lock from any thread,
  *     core threads included, and changed only under the write lock;
  *   - a copy holds the read lock for its memcpy, so a concurrent free waits.
+ * Cost: lookup is a binary search, O(log n) in live allocations; allocate and
+ * free are O(n) (first-fit scan and the sorted insert), fine for the hundreds
+ * of allocations a runner holds.
  *
  * Cores.  ncores persistent threads park on a condvar.  device_run_cores bumps
  * an epoch; each core runs the function once per epoch and the caller waits
- * until all have, so no core can miss or repeat an epoch.
+ * until all have, so no core can miss or repeat an epoch.  Callers from
+ * several threads (runners sharing the device) take turns on dispatch_lock:
+ * one graph runs on the cores at a time, the others wait for it, never hang.
  *
  * Link model.  With link_gbps set, a copy takes at least bytes / (G * 1e9)
  * seconds: the remainder after the memcpy is slept, outside the lock.
  */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "base/clock.h"
 #include "device/backend.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define SIM_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SIM_ASAN 1
+#endif
+#endif
+#ifdef SIM_ASAN
+#include <sanitizer/asan_interface.h>
+#define SIM_REDZONE        HG_DEVICE_ALIGN
+#define sim_poison(p, n)   ASAN_POISON_MEMORY_REGION((p), (n))
+#define sim_unpoison(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define SIM_REDZONE        0u
+#define sim_poison(p, n)   ((void)(p), (void)(n))
+#define sim_unpoison(p, n) ((void)(p), (void)(n))
+#endif
+
 #define SIM_BASE   0xD000000000000000ull /* non-canonical on x86-64 */
-#define SIM_LIMIT  0xE000000000000000ull
-#define SIM_ALIGN  256u
 #define SIM_POISON 0xA5
 
 typedef struct sim_alloc {
     hg_devaddr addr;
     size_t size;   /* bytes the user asked for */
-    uint64_t span; /* size rounded up to SIM_ALIGN: the address range held */
-    unsigned char *backing;
+    uint64_t span; /* size rounded up to HG_DEVICE_ALIGN, plus the redzone */
 } sim_alloc;
 
 struct sim;
@@ -54,11 +91,15 @@ typedef struct sim_core {
 } sim_core;
 
 typedef struct sim {
+    unsigned char *arena; /* the device's memory: SIM_BASE maps to arena[0] */
+    uint64_t arena_bytes;
+    uint64_t high_water; /* arena bytes ever handed out: what ASan may have poisoned */
     pthread_rwlock_t table_lock;
     sim_alloc *allocs;
     size_t nallocs, cap_allocs;
     double link_gbps;
 
+    pthread_mutex_t dispatch_lock; /* one run_cores caller at a time */
     pthread_mutex_t core_lock;
     pthread_cond_t core_start, core_done;
     uint64_t epoch;    /* bumped once per run_cores call */
@@ -71,6 +112,11 @@ typedef struct sim {
 } sim;
 
 /* ------------------------------------------------------------ table lookup */
+
+static unsigned char *sim_host(const sim *s, hg_devaddr a)
+{
+    return s->arena + (a - SIM_BASE);
+}
 
 /* Index of the last entry with addr <= a, or -1.  Caller holds a lock. */
 static long sim_find_index(const sim *s, hg_devaddr a)
@@ -105,7 +151,7 @@ static void *sim_translate(void *state, hg_devaddr addr, size_t bytes)
     sim *s = state;
     pthread_rwlock_rdlock(&s->table_lock);
     const sim_alloc *e = sim_lookup(s, addr, bytes);
-    void *p = e ? e->backing + (addr - e->addr) : NULL;
+    void *p = e ? sim_host(s, addr) : NULL;
     pthread_rwlock_unlock(&s->table_lock);
     return p;
 }
@@ -127,9 +173,9 @@ static int sim_find_alloc(void *state, hg_devaddr addr, hg_devaddr *base, size_t
 
 /* ------------------------------------------------------ allocate and free */
 
-/* First fit: the lowest gap of `span` bytes.  Writes the address and the
- * index to insert at; false if the range is exhausted.  Caller holds the
- * write lock. */
+/* First fit: the lowest gap of `span` bytes in the arena.  Writes the address
+ * and the index to insert at; false if no gap is big enough.  Caller holds
+ * the write lock. */
 static bool sim_first_fit(const sim *s, uint64_t span, hg_devaddr *addr, size_t *at)
 {
     uint64_t cursor = SIM_BASE;
@@ -141,7 +187,7 @@ static bool sim_first_fit(const sim *s, uint64_t span, hg_devaddr *addr, size_t 
         }
         cursor = s->allocs[i].addr + s->allocs[i].span;
     }
-    if (SIM_LIMIT - cursor < span)
+    if (SIM_BASE + s->arena_bytes - cursor < span)
         return false;
     *addr = cursor;
     *at = s->nallocs;
@@ -164,49 +210,64 @@ static bool sim_table_reserve(sim *s)
 static int sim_malloc(void *state, size_t bytes, hg_devaddr *out)
 {
     sim *s = state;
-    if (bytes > SIM_LIMIT - SIM_BASE)
+    if (bytes > s->arena_bytes)
         return HG_EDEVMEM;
-    uint64_t span = ((uint64_t)bytes + SIM_ALIGN - 1) & ~(uint64_t)(SIM_ALIGN - 1);
-    unsigned char *backing = malloc(bytes);
-    if (backing == NULL)
-        return HG_EDEVMEM;
-    memset(backing, SIM_POISON, bytes);
-
+    uint64_t span =
+        (((uint64_t)bytes + HG_DEVICE_ALIGN - 1) & ~(uint64_t)(HG_DEVICE_ALIGN - 1)) + SIM_REDZONE;
     int rc = HG_EDEVMEM;
     hg_devaddr addr;
     size_t at;
     pthread_rwlock_wrlock(&s->table_lock);
     if (sim_table_reserve(s) && sim_first_fit(s, span, &addr, &at)) {
         memmove(&s->allocs[at + 1], &s->allocs[at], (s->nallocs - at) * sizeof *s->allocs);
-        s->allocs[at] = (sim_alloc){.addr = addr, .size = bytes, .span = span, .backing = backing};
+        s->allocs[at] = (sim_alloc){.addr = addr, .size = bytes, .span = span};
         s->nallocs++;
+        if (addr + span - SIM_BASE > s->high_water)
+            s->high_water = addr + span - SIM_BASE;
         *out = addr;
         rc = 0;
     }
     pthread_rwlock_unlock(&s->table_lock);
-    if (rc != 0)
-        free(backing);
+    if (rc == 0) {
+        /* The range is ours alone until *out is returned: no lock needed. */
+        unsigned char *p = sim_host(s, addr);
+        sim_unpoison(p, bytes);
+        sim_poison(p + bytes, span - bytes);
+        memset(p, SIM_POISON, bytes);
+    }
     return rc;
 }
 
 static int sim_free(void *state, hg_devaddr addr, size_t *bytes)
 {
     sim *s = state;
-    unsigned char *backing = NULL;
+    int rc = HG_ENOTFOUND;
     pthread_rwlock_wrlock(&s->table_lock);
     long i = sim_find_index(s, addr);
     if (i >= 0 && s->allocs[i].addr == addr) {
-        backing = s->allocs[i].backing;
         *bytes = s->allocs[i].size;
+        sim_poison(sim_host(s, addr), s->allocs[i].span);
         size_t tail = s->nallocs - (size_t)i - 1;
         memmove(&s->allocs[i], &s->allocs[i + 1], tail * sizeof *s->allocs);
         s->nallocs--;
+        rc = 0;
     }
     pthread_rwlock_unlock(&s->table_lock);
-    if (backing == NULL)
-        return HG_ENOTFOUND;
-    free(backing);
-    return 0;
+    return rc;
+}
+
+/* Sets [addr, addr+bytes) to `value` under the read lock. */
+static int sim_fill(void *state, hg_devaddr addr, int value, size_t bytes)
+{
+    sim *s = state;
+    int rc = HG_ERANGE;
+    pthread_rwlock_rdlock(&s->table_lock);
+    if (sim_lookup(s, addr, bytes) != NULL) {
+        memset(sim_host(s, addr), value, bytes);
+        rc = 0;
+    }
+    pthread_rwlock_unlock(&s->table_lock);
+    return rc;
 }
 
 /* ------------------------------------------------------------------ copies */
@@ -232,9 +293,8 @@ static int sim_copy(sim *s, hg_devaddr addr, size_t bytes, const void *from_host
     uint64_t start = clock_now_ns();
     int rc = HG_ERANGE;
     pthread_rwlock_rdlock(&s->table_lock);
-    const sim_alloc *e = sim_lookup(s, addr, bytes);
-    if (e != NULL) {
-        unsigned char *dev = e->backing + (addr - e->addr);
+    if (sim_lookup(s, addr, bytes) != NULL) {
+        unsigned char *dev = sim_host(s, addr);
         if (from_host != NULL)
             memcpy(dev, from_host, bytes);
         else if (to_host != NULL)
@@ -286,6 +346,7 @@ static void *sim_core_main(void *arg)
 static void sim_run_cores(void *state, device_core_fn fn, void *ctx)
 {
     sim *s = state;
+    pthread_mutex_lock(&s->dispatch_lock);
     pthread_mutex_lock(&s->core_lock);
     s->fn = fn;
     s->fn_ctx = ctx;
@@ -295,6 +356,7 @@ static void sim_run_cores(void *state, device_core_fn fn, void *ctx)
     while (s->pending > 0)
         pthread_cond_wait(&s->core_done, &s->core_lock);
     pthread_mutex_unlock(&s->core_lock);
+    pthread_mutex_unlock(&s->dispatch_lock);
 }
 
 static void sim_stop_cores(sim *s)
@@ -332,15 +394,40 @@ static void sim_close(void *state)
     if (s == NULL)
         return;
     sim_stop_cores(s);
-    for (size_t i = 0; i < s->nallocs; i++)
-        free(s->allocs[i].backing);
+    if (s->arena != NULL) {
+        /* Only what was handed out can carry poison; unpoisoning the whole
+         * arena would write shadow for every byte of it. */
+        sim_unpoison(s->arena, s->high_water);
+        munmap(s->arena, s->arena_bytes);
+    }
     free(s->allocs);
     free(s->cores);
     pthread_cond_destroy(&s->core_done);
     pthread_cond_destroy(&s->core_start);
     pthread_mutex_destroy(&s->core_lock);
+    pthread_mutex_destroy(&s->dispatch_lock);
     pthread_rwlock_destroy(&s->table_lock);
     free(s);
+}
+
+/* Reserves the arena: address space only; pages arrive when first touched. */
+static bool sim_reserve_arena(sim *s, uint64_t mem_bytes)
+{
+    if (mem_bytes > (UINT64_MAX >> 2))
+        return false;
+    /* Rounded up: a capacity that is not a multiple of the alignment still
+     * fits its last allocation. */
+    uint64_t bytes = (mem_bytes + HG_DEVICE_ALIGN - 1) & ~(uint64_t)(HG_DEVICE_ALIGN - 1);
+    bytes *= SIM_REDZONE != 0 ? 2 : 1;
+    if (bytes > SIZE_MAX)
+        return false;
+    void *p = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return false;
+    s->arena = p;
+    s->arena_bytes = bytes;
+    return true;
 }
 
 static int sim_open(const device_config *cfg, void **state)
@@ -350,10 +437,11 @@ static int sim_open(const device_config *cfg, void **state)
         return HG_ENOMEM;
     s->link_gbps = cfg->link_gbps;
     pthread_rwlock_init(&s->table_lock, NULL);
+    pthread_mutex_init(&s->dispatch_lock, NULL);
     pthread_mutex_init(&s->core_lock, NULL);
     pthread_cond_init(&s->core_start, NULL);
     pthread_cond_init(&s->core_done, NULL);
-    if (!sim_start_cores(s, cfg)) {
+    if (!sim_reserve_arena(s, cfg->mem_bytes) || !sim_start_cores(s, cfg)) {
         sim_close(s);
         return HG_ENOMEM;
     }
@@ -369,6 +457,7 @@ const device_ops device_sim_ops = {
     .free = sim_free,
     .copy_to = sim_copy_to,
     .copy_from = sim_copy_from,
+    .fill = sim_fill,
     .translate = sim_translate,
     .find_alloc = sim_find_alloc,
     .run_cores = sim_run_cores,

@@ -76,6 +76,12 @@ typedef struct exec_core {
     hg_err err;
 } exec_core;
 
+/* A kernel's name for messages and traces: a NULL name is allowed. */
+static const char *kernel_label(const hg_kernel *k)
+{
+    return k->name != NULL ? k->name : "(unnamed)";
+}
+
 static hg_core_type exec_task_type(const exec_state *s, uint32_t t)
 {
     return s->g->tasks[t].kernel->core;
@@ -231,7 +237,7 @@ static int exec_translate(exec_state *s, exec_core *c, uint32_t t, const graph_t
             return err_set(&c->err, HG_ERANGE,
                            "task %u (kernel '%s'): arg %u [0x%llx, 0x%llx) is not in live "
                            "device memory",
-                           t, task->kernel->name, i, (unsigned long long)a->lo,
+                           t, kernel_label(task->kernel), i, (unsigned long long)a->lo,
                            (unsigned long long)a->hi);
         v->data = base + (a->addr - a->lo);
     }
@@ -259,11 +265,11 @@ static int exec_task(exec_state *s, exec_core *c, uint32_t t)
     int krc = k->fn(&kc);
     if (s->trace) {
         /* A span the trace cannot store is lost; the run's result stands. */
-        (void)trace_task_span(s->trace, c->core, k->name, s->run, t, start, clock_now_ns());
+        (void)trace_task_span(s->trace, c->core, kernel_label(k), s->run, t, start, clock_now_ns());
     }
     if (krc != 0)
-        return err_set(&c->err, HG_EKERNEL, "task %u (kernel '%s') failed with code %d", t, k->name,
-                       krc);
+        return err_set(&c->err, HG_EKERNEL, "task %u (kernel '%s') failed with code %d", t,
+                       kernel_label(k), krc);
     return 0;
 }
 
@@ -299,15 +305,15 @@ static int exec_check(hg_device *dev, const graph *g, hg_err *e)
             return err_set(e, HG_EINVAL, "task %u has no kernel function", t);
         if (k->core != HG_CORE_CUBE && k->core != HG_CORE_VECTOR)
             return err_set(e, HG_EINVAL,
-                           "task %u (kernel '%s'): core type %d is not cube or vector", t, k->name,
-                           (int)k->core);
+                           "task %u (kernel '%s'): core type %d is not cube or vector", t,
+                           kernel_label(k), (int)k->core);
         if (task->nargs > HG_MAX_TASK_ARGS)
-            return err_set(e, HG_ELIMIT, "task %u (kernel '%s'): %u args, at most %d", t, k->name,
-                           task->nargs, HG_MAX_TASK_ARGS);
+            return err_set(e, HG_ELIMIT, "task %u (kernel '%s'): %u args, at most %d", t,
+                           kernel_label(k), task->nargs, HG_MAX_TASK_ARGS);
         if (!has[k->core])
             return err_set(e, HG_EUNSUPPORTED,
                            "task %u (kernel '%s') needs a %s core; device '%s' has none", t,
-                           k->name, type_name[k->core], hg_device_spec(dev));
+                           kernel_label(k), type_name[k->core], hg_device_spec(dev));
     }
     return 0;
 }

@@ -12,10 +12,16 @@
 #include "run/run.h"
 #include "stage/stage.h"
 
+/* Records rc as the run's failure if it is the first: its message (just
+ * written to the runner's err by the failing call) is saved with it, since
+ * later failing calls write the runner's err again. */
 static int orch_fail(hg_orch *o, int rc)
 {
-    if (rc != 0 && o->failed == 0)
+    if (rc != 0 && o->failed == 0) {
         o->failed = rc;
+        o->first = o->runner->err;
+        o->first.code = rc;
+    }
     return rc;
 }
 
@@ -26,7 +32,7 @@ int hg_orch_fail(hg_orch *o, int code, const char *fmt, ...)
     if (code >= 0)
         code = HG_EINVAL; /* a failure must fail the run */
     if (o->failed != 0)
-        return code; /* keep the first failure's message */
+        return code; /* the first failure's message is kept */
     hg_err *e = &o->runner->err;
     va_list ap;
     va_start(ap, fmt);
@@ -95,7 +101,7 @@ static int check_desc(hg_orch *o, const hg_task_desc *d, hg_err *e)
     if (d == NULL || d->kernel == NULL || d->kernel->fn == NULL)
         return err_set(e, HG_EINVAL, "task %u: no kernel function", o->runner->graph.ntasks);
     const hg_kernel *k = d->kernel;
-    const char *kname = k->name ? k->name : "?";
+    const char *kname = k->name ? k->name : "(unnamed)";
     if (k->core != HG_CORE_CUBE && k->core != HG_CORE_VECTOR)
         return err_set(e, HG_EINVAL, "kernel '%s': core type %d is not cube or vector", kname,
                        (int)k->core);

@@ -11,6 +11,7 @@
 
 struct hg_runner {
     hg_device *dev;
+    hg_device_counters tally; /* this runner's device operations only */
     stage_retained retained;
     stage_plan plan;
     graph graph;
@@ -20,13 +21,15 @@ struct hg_runner {
 };
 
 /* The orchestration context lives on the runner's stack for one run.  The
- * first failing call is sticky: the run fails with it even if the
+ * first failing call is sticky: the run fails with its code and its message
+ * (kept in `first`, since later calls overwrite the runner's err) even if the
  * orchestration function ignores the code and returns 0. */
 struct hg_orch {
     hg_runner *runner;
     const hg_arg *args;
     uint32_t nargs;
     int failed;
+    hg_err first;
 };
 
 #endif

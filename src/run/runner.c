@@ -7,8 +7,8 @@
  * closing the runner forgets it.  A failure at any stage skips the stages that
  * would move data (no copy-back after a failed execution), always releases
  * run-owned memory, and leaves the runner usable for the next run.  Every
- * stage is timed; byte and call counts are the device's exact counters taken
- * around the run.
+ * stage is timed; byte and call counts are the runner's own exact tally of
+ * its device operations, taken around the run.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +26,7 @@ int hg_runner_open(hg_device *dev, hg_runner **out)
     if (r == NULL)
         return HG_ENOMEM;
     r->dev = dev;
-    stage_plan_init(&r->plan);
+    stage_plan_init(&r->plan, &r->tally);
     graph_init(&r->graph);
     *out = r;
     return 0;
@@ -37,7 +37,7 @@ void hg_runner_close(hg_runner *r)
     if (r == NULL)
         return;
     stage_release(&r->plan, r->dev);
-    stage_retained_free(&r->retained, r->dev);
+    stage_retained_free(&r->retained, r->dev, &r->tally);
     stage_plan_free(&r->plan);
     graph_free(&r->graph);
     free(r);
@@ -83,7 +83,7 @@ static int run_bind(hg_runner *r, const hg_arg *args, uint32_t nargs)
 {
     int rc = stage_plan_build(&r->plan, r->dev, args, nargs, &r->err);
     if (rc == 0)
-        rc = stage_retained_reserve(&r->retained, r->dev, r->plan.required, &r->err);
+        rc = stage_retained_reserve(&r->retained, r->dev, &r->tally, r->plan.required, &r->err);
     if (rc == 0)
         rc = stage_upload(&r->plan, r->dev, &r->retained, &r->err);
     return rc;
@@ -91,12 +91,14 @@ static int run_bind(hg_runner *r, const hg_arg *args, uint32_t nargs)
 
 static int run_orchestrate(hg_runner *r, const hg_callable *c, const hg_arg *args, uint32_t nargs)
 {
-    hg_orch o = {r, args, nargs, 0};
+    hg_orch o = {.runner = r, .args = args, .nargs = nargs};
     graph_reset(&r->graph);
     int rc = c->orchestrate(&o, c->user);
-    const char *name = c->name ? c->name : "?";
-    if (o.failed != 0)
-        return o.failed; /* the failing call wrote the message */
+    const char *name = c->name ? c->name : "(unnamed)";
+    if (o.failed != 0) {
+        r->err = o.first; /* code and message of the first failure, together */
+        return o.failed;
+    }
     if (rc > 0)
         return err_set(&r->err, HG_EINVAL, "orchestration '%s' returned %d, not an HG_E code", name,
                        rc);
@@ -107,10 +109,11 @@ static int run_orchestrate(hg_runner *r, const hg_callable *c, const hg_arg *arg
     return graph_finalize(&r->graph, &r->err);
 }
 
+/* Byte, copy and allocation counts are this runner's own tally (device.h),
+ * so they stay exact while other runners share the device. */
 static void fill_stats(hg_runner *r, const hg_device_counters *before, hg_run_stats *s)
 {
-    hg_device_counters now;
-    hg_device_counters_get(r->dev, &now);
+    const hg_device_counters now = r->tally;
     s->h2d_bytes = now.h2d_bytes - before->h2d_bytes;
     s->d2h_bytes = now.d2h_bytes - before->d2h_bytes;
     s->h2d_copies = now.h2d_copies - before->h2d_copies;
@@ -135,8 +138,7 @@ int hg_runner_run(hg_runner *r, const hg_callable *c, const hg_arg *args, uint32
         return err_set(&r->err, HG_EINVAL, "callable: no orchestration function");
     }
     r->runs++;
-    hg_device_counters before;
-    hg_device_counters_get(r->dev, &before);
+    const hg_device_counters before = r->tally;
     const uint64_t t0 = clock_now_ns();
 
     stage_timer t = timer_start(r);

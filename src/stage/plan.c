@@ -16,15 +16,17 @@
 #include "tensor/checked.h"
 #include "tensor/tensor.h"
 
-void stage_plan_init(stage_plan *p)
+void stage_plan_init(stage_plan *p, hg_device_counters *tally)
 {
     memset(p, 0, sizeof *p);
+    p->tally = tally;
 }
 
 void stage_plan_free(stage_plan *p)
 {
     free(p->args);
-    stage_plan_init(p);
+    free(p->staging);
+    stage_plan_init(p, p->tally);
 }
 
 static int plan_reserve(stage_plan *p, uint32_t n, hg_err *e)
@@ -111,13 +113,16 @@ static int classify_device(stage_arg *sa, hg_device *dev, hg_err *e)
     return 0;
 }
 
+/* A zero-byte arg of any kind (a host view, a device view at address 0 as
+ * hg_tensor_device makes it, or one at a live address) gets a null address
+ * and no allocation; a non-empty one needs exactly one of the two buffers. */
 static int classify(stage_arg *sa, hg_device *dev, hg_err *e)
 {
     const hg_tensor *t = &sa->tensor;
-    if ((t->host == NULL) == (t->device == 0))
+    if (t->host != NULL && t->device != 0)
         return err_set(e, HG_EINVAL,
-                       "arg '%s': tensor needs exactly one of a host buffer and a device address",
-                       sa->name);
+                       "arg '%s': tensor has both a host buffer and a device address 0x%llx",
+                       sa->name, (unsigned long long)t->device);
     char what[HG_ERR_MSG_MAX / 2];
     snprintf(what, sizeof what, "arg '%s'", sa->name);
     int rc = tensor_validate(t, what, e);
@@ -131,6 +136,10 @@ static int classify(stage_arg *sa, hg_device *dev, hg_err *e)
         sa->release = RELEASE_NONE;
         return 0;
     }
+    if (t->host == NULL && t->device == 0)
+        return err_set(e, HG_EINVAL,
+                       "arg '%s': a non-empty tensor needs a host buffer or a device address",
+                       sa->name);
     return t->host ? classify_host(sa, e) : classify_device(sa, dev, e);
 }
 

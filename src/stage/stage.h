@@ -21,7 +21,19 @@
 #include "graph/graph.h"
 #include "hostgraph.h"
 
-#define STAGE_SLICE_ALIGN 1024
+/* Slices start at the device's allocation alignment, so a kernel sees an
+ * aligned pointer at the start of every slice of the retained buffer. */
+#define STAGE_SLICE_ALIGN HG_DEVICE_ALIGN
+
+/* The byte OUT slices are filled with at bind: bytes no task writes come
+ * back as this, never as another arg's data left in the retained buffer. */
+#define STAGE_POISON 0xA5
+
+/* Copy-back's cost model for a strided view: one copy call costs as much as
+ * moving this many bytes (a few microseconds of call and sync at the ~10
+ * GB/s of a PCIe link).  A strided view is copied as its whole extent when
+ * that moves fewer equivalent bytes than one copy per contiguous run. */
+#define STAGE_COPY_COST_BYTES (64u << 10)
 
 typedef enum stage_kind {
     STAGE_SCALAR,      /* no memory */
@@ -50,14 +62,22 @@ typedef struct stage_arg {
     hg_devaddr owned_addr; /* RELEASE_RUN_OWNED: the allocation to free */
     bool upload;           /* IN/INOUT slices: H2D at bind */
     bool copy_back;        /* OUT/INOUT slices: D2H after success */
+    bool back_whole;       /* copy-back: the extent in one copy (else per run) */
+    size_t staging_offset; /* copy-back: where its extent lands in host staging */
 } stage_arg;
 
+/* One runner's plan, reused run after run.  Device operations made through
+ * it are counted on *tally as well as on the device (device.h), so a run's
+ * stats are its own even on a shared device. */
 typedef struct stage_plan {
     stage_arg *args;
     uint32_t nargs; /* the run's args */
     uint32_t nall;  /* run args + scratch */
     uint32_t cap;
-    size_t required; /* retained bytes the slices need */
+    size_t required;           /* retained bytes the slices need */
+    hg_device_counters *tally; /* the runner's counters; may be NULL */
+    unsigned char *staging;    /* host staging for copy-back, grow-only */
+    size_t staging_cap;
 } stage_plan;
 
 /* The runner's grow-only retained device buffer. */
@@ -66,7 +86,7 @@ typedef struct stage_retained {
     size_t capacity;
 } stage_retained;
 
-void stage_plan_init(stage_plan *p);
+void stage_plan_init(stage_plan *p, hg_device_counters *tally);
 void stage_plan_free(stage_plan *p);
 
 /* Validates and classifies the args; computes slice offsets and `required`.
@@ -74,11 +94,17 @@ void stage_plan_free(stage_plan *p);
 int stage_plan_build(stage_plan *p, hg_device *dev, const hg_arg *args, uint32_t nargs, hg_err *e);
 
 /* Grows the retained buffer to hold `required` bytes (free old, allocate new;
- * never shrinks).  On failure the buffer is empty and the runner usable. */
-int stage_retained_reserve(stage_retained *r, hg_device *dev, size_t required, hg_err *e);
-void stage_retained_free(stage_retained *r, hg_device *dev);
+ * never shrinks).  Growth is geometric, at least doubling the capacity
+ * (capped by the device's free memory; exactly `required` when the double
+ * does not fit), so an arg that grows a little every run makes O(log n)
+ * allocations over n runs.  On failure the buffer is empty and the runner
+ * usable.  Operations are counted on *tally too (may be NULL). */
+int stage_retained_reserve(stage_retained *r, hg_device *dev, hg_device_counters *tally,
+                           size_t required, hg_err *e);
+void stage_retained_free(stage_retained *r, hg_device *dev, hg_device_counters *tally);
 
-/* Places the slices in the retained buffer and copies IN/INOUT host -> device. */
+/* Places the slices in the retained buffer, copies IN/INOUT host -> device
+ * and fills pure OUT slices with STAGE_POISON on the device. */
 int stage_upload(stage_plan *p, hg_device *dev, const stage_retained *r, hg_err *e);
 
 /* Adds a run-owned scratch arg (dense, on the device). */
@@ -90,8 +116,12 @@ int stage_add_scratch(stage_plan *p, hg_device *dev, const char *name, hg_dtype 
  * that its access agrees with the arg's direction. */
 int stage_resolve(const stage_plan *p, const hg_task_arg *ta, graph_targ *out, hg_err *e);
 
-/* Copies OUT/INOUT slices device -> host (only the bytes the view covers) and
- * records the write on each host buffer (its generation moves on). */
+/* Copies OUT/INOUT slices device -> host, all or nothing: every D2H lands in
+ * the plan's host staging first, and only when all of them succeeded are the
+ * bytes the views cover (never their gaps) written to the host buffers and
+ * their generations moved on.  On failure no host byte and no generation
+ * changed.  A strided view comes back as its whole extent in one copy or one
+ * copy per contiguous run, whichever STAGE_COPY_COST_BYTES says is cheaper. */
 int stage_copy_back(stage_plan *p, hg_device *dev, hg_err *e);
 
 /* Frees run-owned memory, leaves retained and user-owned memory alone, and
