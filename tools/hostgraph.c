@@ -3,7 +3,9 @@
  * scene runner and the reports live in src/scene.
  *
  * Exit codes (issue 2's contract): 0 every round's golden passed or was
- * skipped, 1 a golden check failed, 2 a usage error, 3 a runtime error.
+ * skipped, 1 a golden check failed, 2 a usage error (a --json or --trace path
+ * that cannot be written is one, found before any round runs), 3 a runtime
+ * error.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -31,9 +33,16 @@ static const char run_help_text[] =
     "                      fail_alloc=K, fail_copy=K (default sim)\n"
     "  --json FILE         write the per-round report as JSON\n"
     "  --trace FILE        write a Chrome trace-event JSON (opens in Perfetto)\n"
+    "                      (both paths are checked before the first round)\n"
     "  --quiet             print only the summary line\n"
     "\n"
-    "Exit codes: 0 golden passed or skipped, 1 golden failed, 2 usage error, 3 runtime error.\n";
+    "Table columns: round, then wall, bind, orchestrate, execute, copy-back and release\n"
+    "times (ms), bytes each way, golden.  The summary's later-rounds mean is n/a with one\n"
+    "round (null in JSON).\n"
+    "\n"
+    "Exit codes: 0 golden passed or skipped, 1 golden failed, 2 usage error (including a\n"
+    "--json or --trace path that cannot be written, reported before any round runs),\n"
+    "3 runtime error.\n";
 
 static int usage_error(const char *fmt, const char *what)
 {

@@ -3,8 +3,16 @@
  *
  * The table's columns and the JSON's field names are the CLI contract of
  * issue 2; change them only with the issue.  Times are milliseconds, bytes
- * are exact counts from the device's counters for that round.
+ * are exact counts from the device's counters for that round.  Every stage
+ * the runner times (bind, orchestrate, execute, copy back, release) has a
+ * column and a field, so a reader can see what of wall the stages leave.
+ * A number that does not exist (the later-round mean of a one-round run) is
+ * "n/a" in the summary and null in JSON, never a made-up 0.
+ *
+ * A JSON report that fails part-way is removed: a tool must never find a
+ * truncated file where a report should be.
  */
+#include <math.h>
 #include <stdio.h>
 
 #include "base/json.h"
@@ -21,28 +29,33 @@ void scene_report_summarize(scene_report *r)
     r->first_ms = r->nrounds > 0 ? ms(r->rounds[0].stats.wall_ns) : 0.0;
     for (uint32_t i = 1; i < r->nrounds; i++)
         later += ms(r->rounds[i].stats.wall_ns);
-    r->later_avg_ms = r->nrounds > 1 ? later / (r->nrounds - 1) : 0.0;
+    r->later_avg_ms = r->nrounds > 1 ? later / (r->nrounds - 1) : NAN;
 }
 
 /* Left-aligned columns as wide as their headers, two spaces apart. */
 void scene_report_print_header(FILE *f)
 {
-    fprintf(f,
-            "round  wall_ms  bind_ms  orch_ms  exec_ms  back_ms  h2d_bytes  d2h_bytes  golden\n");
+    fprintf(f, "round  wall_ms  bind_ms  orch_ms  exec_ms  back_ms  rel_ms  h2d_bytes  d2h_bytes  "
+               "golden\n");
 }
 
 void scene_report_print_row(FILE *f, uint32_t round, const scene_round *sr)
 {
     const hg_run_stats *s = &sr->stats;
-    fprintf(f, "%-5u  %-7.3f  %-7.3f  %-7.3f  %-7.3f  %-7.3f  %-9llu  %-9llu  %s\n", round,
+    fprintf(f, "%-5u  %-7.3f  %-7.3f  %-7.3f  %-7.3f  %-7.3f  %-6.3f  %-9llu  %-9llu  %s\n", round,
             ms(s->wall_ns), ms(s->bind_ns), ms(s->orch_ns), ms(s->exec_ns), ms(s->copyback_ns),
-            (unsigned long long)s->h2d_bytes, (unsigned long long)s->d2h_bytes, sr->golden);
+            ms(s->release_ns), (unsigned long long)s->h2d_bytes, (unsigned long long)s->d2h_bytes,
+            sr->golden);
 }
 
 void scene_report_print_summary(FILE *f, const scene_report *r)
 {
-    fprintf(f, "first round %.3f ms    later rounds avg %.3f ms    overall %.3f ms\n", r->first_ms,
-            r->later_avg_ms, r->overall_ms);
+    fprintf(f, "first round %.3f ms    later rounds avg ", r->first_ms);
+    if (isnan(r->later_avg_ms))
+        fputs("n/a", f);
+    else
+        fprintf(f, "%.3f ms", r->later_avg_ms);
+    fprintf(f, "    overall %.3f ms\n", r->overall_ms);
 }
 
 /* Writes `"key": ` so the value can follow. */
@@ -65,6 +78,7 @@ static void write_round(FILE *f, uint32_t round, const scene_round *sr)
         {"orch_ms", ms(s->orch_ns)},
         {"exec_ms", ms(s->exec_ns)},
         {"copyback_ms", ms(s->copyback_ns)},
+        {"release_ms", ms(s->release_ns)},
         {"h2d_bytes", (double)s->h2d_bytes},
         {"d2h_bytes", (double)s->d2h_bytes},
         {"h2d_copies", (double)s->h2d_copies},
@@ -126,7 +140,9 @@ int scene_report_write_json(const scene_report *r, const char *path)
         return HG_EIO;
     write_body(f, r);
     bool failed = ferror(f) != 0;
-    if (fclose(f) != 0 || failed)
+    if (fclose(f) != 0 || failed) {
+        remove(path);
         return HG_EIO;
+    }
     return 0;
 }

@@ -23,7 +23,7 @@ typedef struct scene_report {
     const scene_round *rounds;
     uint32_t nrounds;    /* rounds completed */
     double first_ms;     /* round 1's wall time */
-    double later_avg_ms; /* mean wall time of rounds 2..N; 0 with one round */
+    double later_avg_ms; /* mean wall time of rounds 2..N; NAN (JSON null) with one round */
     double overall_ms;   /* the whole command, start to report */
 } scene_report;
 
@@ -33,7 +33,7 @@ void scene_report_print_header(FILE *f);
 /* `round` counts from 1. */
 void scene_report_print_row(FILE *f, uint32_t round, const scene_round *sr);
 void scene_report_print_summary(FILE *f, const scene_report *r);
-/* HG_EIO if the file cannot be written. */
+/* HG_EIO if the file cannot be written; a file left part-written is removed. */
 int scene_report_write_json(const scene_report *r, const char *path);
 
 #endif

@@ -8,12 +8,19 @@
  * an INOUT like bgemm's C would accumulate round after round.
  *
  * Exit codes follow the CLI contract: 0 all golden passed or skipped, 1 a
- * golden check failed (all rounds still run, the reports still written), 3 a
- * runtime error (one line on o->err; the remaining rounds are not run; the
- * trace is still written, the JSON report is not).
+ * golden check failed (all rounds still run, the reports still written), 2 a
+ * --json or --trace path that cannot be written (found before the device is
+ * opened or any round runs, one line naming the path; nothing is created), 3
+ * a runtime error (one line on o->err; the remaining rounds are not run; the
+ * trace is still written, the JSON report is not; a file that fails to write
+ * only after the rounds is a runtime error too).
  */
+#include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/clock.h"
 #include "scene/report.h"
@@ -31,6 +38,79 @@ int scene_residency_parse(const char *name, scene_residency *out)
 const char *scene_residency_name(scene_residency r)
 {
     return r == SCENE_RESIDENCY_OFF ? "off" : "?";
+}
+
+/* The directory a new file at `path` would go in, into dir; false if it
+ * does not fit. */
+static bool parent_dir(const char *path, char *dir, size_t dirlen)
+{
+    const char *slash = strrchr(path, '/');
+    size_t len = slash == NULL || slash == path ? 1 : (size_t)(slash - path); /* "." or "/" */
+    if (len >= dirlen)
+        return false;
+    memcpy(dir, slash == NULL ? "." : path, len);
+    dir[len] = '\0';
+    return true;
+}
+
+/* Writes the reason a check failed into why; returns false, so that a check
+ * can `return why_not(...)`. */
+static bool why_not(char *why, size_t whylen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static bool why_not(char *why, size_t whylen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, whylen, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+/* True if a file could be written at `path`; else why not, in why.  Only
+ * looks (stat, access): a probe that created the file would leave it behind
+ * when a later round fails. */
+static bool output_writable(const char *path, char *why, size_t whylen)
+{
+    struct stat st;
+    char dir[4096];
+    if (*path == '\0')
+        return why_not(why, whylen, "the path is empty");
+    if (stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode))
+            return why_not(why, whylen, "it is a directory");
+        if (access(path, W_OK) != 0)
+            return why_not(why, whylen, "%s", strerror(errno));
+        return true;
+    }
+    if (errno != ENOENT) /* e.g. ENOTDIR: the path goes through a file */
+        return why_not(why, whylen, "%s", strerror(errno));
+    if (!parent_dir(path, dir, sizeof dir))
+        return true; /* too long to look at here: the write will say */
+    if (stat(dir, &st) != 0)
+        return why_not(why, whylen, "directory '%s': %s", dir, strerror(errno));
+    if (access(dir, W_OK | X_OK) != 0)
+        return why_not(why, whylen, "directory '%s': %s", dir, strerror(errno));
+    return true;
+}
+
+/* Checks the --json and --trace paths before any round runs; returns 0 or
+ * SCENE_EXIT_USAGE after one line naming the path. */
+static int check_output_paths(const scene_run_opts *o)
+{
+    const char *paths[2] = {o->json_path, o->trace_path};
+    const char *what[2] = {"JSON report", "trace"};
+    char why[4200];
+    if (paths[0] != NULL && paths[1] != NULL && strcmp(paths[0], paths[1]) == 0) {
+        fprintf(o->err, "hostgraph: the JSON report and the trace both name '%s'\n", paths[0]);
+        return SCENE_EXIT_USAGE;
+    }
+    for (int i = 0; i < 2; i++) {
+        if (paths[i] != NULL && !output_writable(paths[i], why, sizeof why)) {
+            fprintf(o->err, "hostgraph: cannot write %s '%s': %s\n", what[i], paths[i], why);
+            return SCENE_EXIT_USAGE;
+        }
+    }
+    return 0;
 }
 
 /* The initial bytes of every OUT/INOUT arg, indexed like the case's args. */
@@ -164,7 +244,10 @@ int scene_run_case(const scene_run_opts *o, hg_device *dev, scene_case *c)
 {
     round_loop l = {.start_ns = o->start_ns != 0 ? o->start_ns : clock_now_ns()};
     hg_trace *trace = NULL;
-    int rc = SCENE_EXIT_RUNTIME;
+    int rc = check_output_paths(o);
+    if (rc != 0)
+        return rc;
+    rc = SCENE_EXIT_RUNTIME;
     l.rounds = calloc(o->rounds > 0 ? o->rounds : 1, sizeof *l.rounds);
     if (l.rounds == NULL || snapshot_take(&l.initial, c) != 0) {
         fprintf(o->err, "hostgraph: out of host memory\n");
@@ -196,7 +279,10 @@ int scene_run(const scene_run_opts *o)
     const char *spec = o->device_spec != NULL ? o->device_spec : "sim";
     char msg[256] = "";
     hg_device *dev = NULL;
-    int rc = hg_device_open(spec, &dev, msg, sizeof msg);
+    int rc = check_output_paths(o); /* before the case is made: that can take a while */
+    if (rc != 0)
+        return rc;
+    rc = hg_device_open(spec, &dev, msg, sizeof msg);
     if (rc != 0) {
         if (*msg != '\0')
             fprintf(o->err, "hostgraph: %s\n", msg);

@@ -167,12 +167,16 @@ typedef struct scene_run_opts {
 /* Process exit codes of `hostgraph run`. */
 enum { SCENE_EXIT_OK = 0, SCENE_EXIT_GOLDEN = 1, SCENE_EXIT_USAGE = 2, SCENE_EXIT_RUNTIME = 3 };
 
-/* Opens the device, makes the case and runs it (scene_run_case).  Returns a
- * SCENE_EXIT_* code; a runtime error is one line on o->err. */
+/* Checks the output paths, opens the device, makes the case and runs it
+ * (scene_run_case).  Returns a SCENE_EXIT_* code; a runtime error is one line
+ * on o->err. */
 int scene_run(const scene_run_opts *o);
 /* Runs an already made case on an open device for o->rounds rounds: restores
  * OUT/INOUT host buffers to their initial contents before each round, runs,
- * checks golden, prints a row; then the summary, the trace and the JSON. */
+ * checks golden, prints a row; then the summary, the trace and the JSON.
+ * Before any round, a json_path or trace_path that cannot be written (its
+ * directory missing, a directory itself, not writable, or both the same) is
+ * SCENE_EXIT_USAGE with one line naming it; nothing is created. */
 int scene_run_case(const scene_run_opts *o, hg_device *dev, scene_case *c);
 
 #endif

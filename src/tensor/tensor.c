@@ -6,8 +6,15 @@
  *   - every size is computed with ck_add / ck_mul, so an extent that does not
  *     fit in size_t (or, for a device view, past the 64-bit device address
  *     space) is HG_EOVERFLOW, never a wrapped number;
- *   - ndims == 0 is one element; any shape[i] == 0 makes the view empty, and
- *     an empty view has extent [0, 0), 0 bytes, no runs and overlaps nothing;
+ *   - ndims == 0 is one element (only in a view filled in by hand: the
+ *     constructors refuse ndims 0 as a likely mistake); any shape[i] == 0
+ *     makes the view empty, and an empty view has extent [0, 0), 0 bytes, no
+ *     runs and overlaps nothing;
+ *   - a host view made by hg_tensor_host lies inside its buffer as the buffer
+ *     is sized then; a hand-made or sliced view is checked at run time
+ *     (stage/plan.c), not here;
+ *   - a call that fails writes none of its out-params; a NULL view or a NULL
+ *     out-param is HG_EINVAL (false for the two predicates);
  *   - views are taken by value: nothing here keeps a pointer to a view or
  *     dereferences a host buffer (hg_hostbuf is only compared by address).
  */
@@ -61,6 +68,8 @@ static int view_span(const hg_tensor *t, elem_span *s)
 
 int hg_tensor_extent(const hg_tensor *t, size_t *lo, size_t *hi)
 {
+    if (lo == NULL || hi == NULL)
+        return HG_EINVAL;
     elem_span s;
     int rc = view_span(t, &s);
     if (rc != 0)
@@ -68,10 +77,8 @@ int hg_tensor_extent(const hg_tensor *t, size_t *lo, size_t *hi)
     size_t size = hg_dtype_size(t->dtype), blo = 0, bhi = 0;
     if (!s.empty && (!ck_mul(s.first, size, &blo) || !ck_mul(s.end, size, &bhi)))
         return HG_EOVERFLOW;
-    if (lo)
-        *lo = blo;
-    if (hi)
-        *hi = bhi;
+    *lo = blo;
+    *hi = bhi;
     return 0;
 }
 
@@ -93,6 +100,8 @@ int tensor_numel(const hg_tensor *t, size_t *out)
 
 int hg_tensor_nbytes(const hg_tensor *t, size_t *out)
 {
+    if (out == NULL)
+        return HG_EINVAL;
     size_t n, lo;
     int rc = tensor_numel(t, &n);
     if (rc == 0) /* the extent must be computable too, or the view is unusable */
@@ -101,8 +110,7 @@ int hg_tensor_nbytes(const hg_tensor *t, size_t *out)
         return rc;
     if (!ck_mul(n, hg_dtype_size(t->dtype), &n))
         return HG_EOVERFLOW;
-    if (out)
-        *out = n;
+    *out = n;
     return 0;
 }
 
@@ -130,10 +138,11 @@ int tensor_validate(const hg_tensor *t, const char *what, hg_err *e)
     return 0;
 }
 
-/* Fills a dense row-major view; the caller sets the buffer fields. */
+/* Fills a dense row-major view; the caller sets the buffer fields.  ndims 0
+ * is refused: a caller that means one element says ndims 1, shape {1}. */
 static int dense_view(hg_tensor *v, hg_dtype dtype, uint32_t ndims, const size_t *shape)
 {
-    if (hg_dtype_size(dtype) == 0 || (ndims > 0 && shape == NULL))
+    if (hg_dtype_size(dtype) == 0 || ndims == 0 || shape == NULL)
         return HG_EINVAL;
     if (ndims > HG_MAX_DIMS)
         return HG_ELIMIT;
@@ -157,9 +166,14 @@ int hg_tensor_host(hg_tensor *out, hg_hostbuf *hb, hg_dtype dtype, uint32_t ndim
     if (out == NULL || hb == NULL)
         return HG_EINVAL;
     hg_tensor v;
+    size_t lo, hi;
     int rc = dense_view(&v, dtype, ndims, shape);
+    if (rc == 0)
+        rc = hg_tensor_extent(&v, &lo, &hi);
     if (rc != 0)
         return rc;
+    if (hi > hg_hostbuf_size(hb)) /* a view is no use past its buffer's end */
+        return HG_ERANGE;
     v.host = hb;
     *out = v;
     return 0;

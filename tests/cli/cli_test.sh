@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # cli_test.sh: the `hostgraph` command's contract (issue 2): exit codes
-# 0/2/3, the table and summary, --quiet, list, --help, --version, and the
-# --json and --trace files.  Exit 1 (golden failure) has no honest trigger
+# 0/2/3, the table and summary, --quiet, list, --help, --version, the --json
+# and --trace files (and their paths checked before the first round), and
+# every scene `list` prints running at its defaults.  Exit 1 (golden failure) has no honest trigger
 # from the command line; scene_test.c covers it through the scene runner.
 #
 # usage: cli_test.sh PATH/TO/hostgraph
@@ -46,18 +47,30 @@ expect_rc "run --help exits 0" 0 run --help
 check "run --help lists flags and params" grep -q -- '--residency' "$TMP/out"
 check "run --help lists scene params" grep -q 'grid_k' "$TMP/out"
 expect_rc "list exits 0" 0 list
-check "list has one line per scene" test "$(wc -l <"$TMP/out")" -eq 2
+SCENES=$(awk '{print $1}' "$TMP/out")
+"$HG" run --help >"$TMP/help" 2>&1
+check "list has one line per scene run --help describes" \
+    test "$(wc -l <"$TMP/out")" -eq "$(grep -Ec '^  [a-z0-9_]+: ' "$TMP/help")"
+check "list shows at least the two known scenes" test "$(wc -l <"$TMP/out")" -ge 2
 check "list shows vector_add with defaults" grep -Eq '^vector_add .*n=1048576 tile=65536' "$TMP/out"
 check "list shows bgemm with defaults" grep -Eq '^bgemm .*grid=4 tile=32 grid_k=0' "$TMP/out"
 
 # ---- a good run: table, rows, summary
 expect_rc "run vector_add exits 0" 0 run vector_add --rounds 3 --param n=4096 --param tile=512
-HEADER='round  wall_ms  bind_ms  orch_ms  exec_ms  back_ms  h2d_bytes  d2h_bytes  golden'
+HEADER='round  wall_ms  bind_ms  orch_ms  exec_ms  back_ms  rel_ms  h2d_bytes  d2h_bytes  golden'
 check "table header is exact" test "$(head -n 1 "$TMP/out")" = "$HEADER"
 check "a row per round, golden pass" test "$(grep -Ec '^[123] .* pass$' "$TMP/out")" -eq 3
-check "rows show exact bytes" grep -Eq '^2 +([0-9.]+ +){5}32768 +16384 +pass$' "$TMP/out"
-SUMMARY='^first round [0-9.]+ ms    later rounds avg [0-9.]+ ms    overall [0-9.]+ ms$'
+check "rows show exact bytes" grep -Eq '^2 +([0-9.]+ +){6}32768 +16384 +pass$' "$TMP/out"
+SUMMARY='^first round [0-9.]+ ms    later rounds avg ([0-9.]+ ms|n/a)    overall [0-9.]+ ms$'
 check "summary line" grep -Eq "$SUMMARY" "$TMP/out"
+check "summary has a later-rounds mean with 3 rounds" grep -Eq 'later rounds avg [0-9.]+ ms' "$TMP/out"
+expect_rc "one round exits 0" 0 run vector_add --param n=100 --json "$TMP/one.json"
+check "one round: later-rounds mean is n/a" grep -Eq 'later rounds avg n/a    overall' "$TMP/out"
+check "one round: later_avg_ms is null in JSON" python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["later_avg_ms"] is None and len(r["rounds"]) == 1, r
+' "$TMP/one.json"
 expect_rc "--quiet exits 0" 0 run bgemm --rounds 2 --quiet --param grid=2
 check "--quiet prints only the summary" test "$(wc -l <"$TMP/out")" -eq 1
 check "--quiet line is the summary" grep -Eq "$SUMMARY" "$TMP/out"
@@ -104,7 +117,26 @@ assert any(e["name"] == "copy back" for e in stages), stages
 check "no JSON report for a failed run" test ! -e "$TMP/failed.json"
 expect_rc "bad device spec is a usage error" 2 run vector_add --device tpu
 check "bad device spec is one line" test "$(wc -l <"$TMP/err")" -eq 1
-expect_rc "unwritable json" 3 run vector_add --param n=100 --json "$TMP/no/such/dir/out.json"
+
+# ---- output paths that cannot be written: exit 2 before any round, one line
+# naming the path, no table printed, nothing created
+mkdir "$TMP/adir"
+expect_rc "json in a missing directory" 2 run vector_add --param n=100 \
+    --json "$TMP/no/such/dir/out.json" --trace "$TMP/unused-trace.json"
+check "missing directory: one line naming the path" \
+    test "$(wc -l <"$TMP/err")" -eq 1 -a "$(grep -c "$TMP/no/such/dir/out.json" "$TMP/err")" -eq 1
+check "missing directory: no round ran" test ! -s "$TMP/out"
+check "missing directory: the trace was not created" test ! -e "$TMP/unused-trace.json"
+expect_rc "json path is a directory" 2 run vector_add --param n=100 --json "$TMP/adir"
+check "directory: one line naming the path" \
+    test "$(wc -l <"$TMP/err")" -eq 1 -a "$(grep -c "'$TMP/adir'" "$TMP/err")" -eq 1
+expect_rc "trace in a missing directory" 2 run vector_add --param n=100 \
+    --trace "$TMP/nodir/trace.json" --json "$TMP/unused.json"
+check "trace path is named" grep -q "trace '$TMP/nodir/trace.json'" "$TMP/err"
+check "missing trace directory: the JSON was not created" test ! -e "$TMP/unused.json"
+expect_rc "trace path is a directory" 2 run bgemm --trace "$TMP/adir"
+check "trace directory: no round ran" test ! -s "$TMP/out"
+expect_rc "json and trace the same file" 2 run vector_add --json "$TMP/same" --trace "$TMP/same"
 
 # ---- the JSON report ("tiles" is the issue's spelling of bgemm's grid)
 expect_rc "bgemm with json and trace" 0 run bgemm --rounds 3 --param tiles=2 --param tile=8 \
@@ -118,7 +150,7 @@ assert r["params"] == {"grid": 2, "tile": 8, "grid_k": 0}, r["params"]
 assert len(r["rounds"]) == 3
 for i, rd in enumerate(r["rounds"]):
     assert rd["round"] == i + 1
-    for k in ("wall_ms", "bind_ms", "orch_ms", "exec_ms", "copyback_ms"):
+    for k in ("wall_ms", "bind_ms", "orch_ms", "exec_ms", "copyback_ms", "release_ms"):
         assert isinstance(rd[k], num) and rd[k] >= 0, k
     for k in ("h2d_bytes", "d2h_bytes", "h2d_copies", "d2h_copies"):
         assert isinstance(rd[k], int) and rd[k] >= 0, k
@@ -150,6 +182,21 @@ names = {e["name"] for e in host}
 assert "bind" in names and any(n.startswith("exec") for n in names), names
 assert len(host) >= 3 * 4, len(host)
 EOF
+
+# ---- every scene `list` prints, at its defaults: 2 rounds, golden pass, JSON
+for scene in $SCENES; do
+    expect_rc "$scene at defaults exits 0" 0 run "$scene" --rounds 2 --json "$TMP/$scene.json"
+    check "$scene at defaults: 2 rows, golden pass" test "$(grep -Ec '^[12] .* pass$' "$TMP/out")" -eq 2
+    check "$scene at defaults: JSON parses, 2 passing rounds" python3 - "$TMP/$scene.json" "$scene" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["scene"] == sys.argv[2], r["scene"]
+assert [rd["round"] for rd in r["rounds"]] == [1, 2]
+assert all(rd["golden"] == "pass" for rd in r["rounds"])
+assert all(isinstance(rd["release_ms"], (int, float)) for rd in r["rounds"])
+assert isinstance(r["later_avg_ms"], (int, float))
+EOF
+done
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

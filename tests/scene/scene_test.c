@@ -3,12 +3,17 @@
  * relies on them: both scenes pass golden round after round on one core and
  * on split cube/vector cores, every round gives the same bytes and moves the
  * exact bytes its args imply, the golden checker names the right output and
- * index, and params are validated.
+ * index, params are validated, bgemm lays its tasks out from its config and
+ * names what is wrong with a bad one, unwritable report paths fail before any
+ * round, and the reports show release time and no made-up later-round mean.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "scene/report.h"
 #include "scene/scene.h"
 #include "testlib.h"
 
@@ -197,39 +202,238 @@ TEST(runner_exits_1_and_explains_a_golden_failure)
     ASSERT_STR_CONTAINS(text, "first mismatch at index 37");
 }
 
-/* Runs a bgemm case whose config says `config` on one core; returns the
- * scene runner's exit code. */
-static int run_bgemm_with_config(const int64_t config[4])
+/* Reads what was written to a tmpfile into text (NUL-terminated) and closes it. */
+static void slurp_and_close(FILE *f, char *text, size_t len)
 {
+    rewind(f);
+    size_t n = fread(text, 1, len - 1, f);
+    text[n] = '\0';
+    fclose(f);
+}
+
+/* What a bgemm run with a config written over the case's own reported. */
+typedef struct config_run {
+    int rc;
+    uint32_t rounds, tasks; /* rounds finished and the last one's task count */
+    char err[1024];         /* what the runner printed on o->err */
+} config_run;
+
+static void note_tasks(void *user, uint32_t round, const scene_case *c, const hg_run_stats *s)
+{
+    config_run *cr = user;
+    cr->rounds = round;
+    cr->tasks = s->tasks;
+}
+
+/* Makes a bgemm case with grid=2, tile=8, grid_k=3 (A 16 x 24, B 24 x 16),
+ * writes `config` (tile, grid_m, grid_n, grid_k) over the one make() wrote
+ * (NULL keeps it) and runs it for one round on one core. */
+static config_run run_bgemm_with_config(const int64_t *config)
+{
+    static const char *const kv[] = {"grid=2", "tile=8", "grid_k=3"};
+    config_run cr = {.rc = -1};
     const scene *s = scene_find("bgemm");
-    scene_run_opts o = {.scene = s, .rounds = 1, .quiet = true};
+    scene_run_opts o = {
+        .scene = s, .rounds = 1, .quiet = true, .on_round = note_tasks, .on_round_user = &cr};
     scene_params_default(s, o.params);
+    for (size_t i = 0; i < 3; i++)
+        if (scene_param_set(s, o.params, kv[i], NULL) != 0)
+            return cr;
     scene_case *c = NULL;
     hg_device *dev = NULL;
     if (scene_case_make(s, o.params, &c, NULL) != 0 ||
-        hg_device_open("sim:cores=1", &dev, NULL, 0) != 0)
-        return -1;
-    hg_hostbuf_write(c->args[3].tensor.host, 0, config, 4 * sizeof config[0]);
-    o.out = fopen("/dev/null", "w");
-    o.err = o.out;
-    int rc = scene_run_case(&o, dev, c);
+        hg_device_open("sim:cores=1", &dev, NULL, 0) != 0) {
+        scene_case_destroy(c);
+        return cr;
+    }
+    if (config != NULL)
+        hg_hostbuf_write(c->args[3].tensor.host, 0, config, 4 * sizeof config[0]);
+    o.out = tmpfile();
+    o.err = tmpfile();
+    cr.rc = scene_run_case(&o, dev, c);
     fclose(o.out);
+    slurp_and_close(o.err, cr.err, sizeof cr.err);
     scene_case_destroy(c);
     hg_device_close(dev);
-    return rc;
+    return cr;
 }
 
 TEST(bgemm_orchestration_lays_out_tasks_from_config)
 {
-    /* defaults: tile 32, a 4 x 4 x 4 grid */
-    const int64_t good[4] = {32, 4, 4, 4};
-    const int64_t wrong_tile[4] = {16, 4, 4, 4};
-    const int64_t overflowing[4] = {INT64_MAX, INT64_MAX, 4, 4};
-    const int64_t zero[4] = {32, 0, 4, 4};
-    ASSERT_EQ(run_bgemm_with_config(good), SCENE_EXIT_OK);
-    ASSERT_EQ(run_bgemm_with_config(wrong_tile), SCENE_EXIT_RUNTIME);
-    ASSERT_EQ(run_bgemm_with_config(overflowing), SCENE_EXIT_RUNTIME);
-    ASSERT_EQ(run_bgemm_with_config(zero), SCENE_EXIT_RUNTIME);
+    /* make()'s config: tile 8, grid 2 x 2 x 3, a GEMM and an ADD per (i, j, k) */
+    config_run cr = run_bgemm_with_config(NULL);
+    ASSERT_EQ(cr.rc, SCENE_EXIT_OK);
+    ASSERT_UEQ(cr.tasks, 2 * 2 * 2 * 3);
+    /* The same matrices cut finer: tile 4, grid 4 x 4 x 6.  Golden still
+     * passes (sums of multiples of 1/8 are exact in any order). */
+    const int64_t finer[4] = {4, 4, 4, 6};
+    cr = run_bgemm_with_config(finer);
+    ASSERT_EQ(cr.rc, SCENE_EXIT_OK);
+    ASSERT_UEQ(cr.rounds, 1);
+    ASSERT_UEQ(cr.tasks, 2 * 4 * 4 * 6);
+    ASSERT_STR_EQ(cr.err, "");
+}
+
+TEST(bgemm_names_what_is_wrong_with_a_bad_config)
+{
+    static const struct {
+        int64_t config[4];
+        const char *says;
+    } bad[] = {
+        {{16, 2, 2, 3}, "tile 16, grid 2 x 2 x 3 does not match the shapes of A, B and C"},
+        {{8, 2, 2, 2}, "tile 8, grid 2 x 2 x 2 does not match"}, /* K is 24, not 16 */
+        {{INT64_MAX, INT64_MAX, 4, 4}, "products fit in size_t"},
+        {{8, 0, 2, 3}, "not 4 positive i64"},
+        {{8, 2, -2, 3}, "not 4 positive i64"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        config_run cr = run_bgemm_with_config(bad[i].config);
+        ASSERT_EQ(cr.rc, SCENE_EXIT_RUNTIME);
+        ASSERT_UEQ(cr.rounds, 0);
+        ASSERT_STR_CONTAINS(cr.err, "round 1: arg 'config': ");
+        ASSERT_STR_CONTAINS(cr.err, bad[i].says);
+    }
+}
+
+/* A fresh empty directory for files a test writes; the test removes it. */
+static void make_tmpdir(char *dir, size_t len)
+{
+    const char *base = getenv("TMPDIR");
+    snprintf(dir, len, "%s/hg_scene_XXXXXX", base != NULL && *base != '\0' ? base : "/tmp");
+    if (mkdtemp(dir) == NULL)
+        dir[0] = '\0';
+}
+
+/* Runs vector_add (n=64) for 2 rounds writing JSON to json and the trace to
+ * trace (either may be NULL); returns the exit code, the rounds run and the
+ * error text. */
+static int run_with_outputs(const char *json, const char *trace, config_run *cr)
+{
+    const scene *s = scene_find("vector_add");
+    scene_run_opts o = {.scene = s,
+                        .rounds = 2,
+                        .quiet = true,
+                        .json_path = json,
+                        .trace_path = trace,
+                        .on_round = note_tasks,
+                        .on_round_user = cr};
+    memset(cr, 0, sizeof *cr);
+    scene_params_default(s, o.params);
+    if (scene_param_set(s, o.params, "n=64", NULL) != 0)
+        return -1;
+    o.out = tmpfile();
+    o.err = tmpfile();
+    int rc = scene_run(&o);
+    fclose(o.out);
+    slurp_and_close(o.err, cr->err, sizeof cr->err);
+    return rc;
+}
+
+TEST(unwritable_output_paths_fail_before_the_first_round)
+{
+    char dir[256], missing[512], through_file[512], file[512], ok[512];
+    make_tmpdir(dir, sizeof dir);
+    ASSERT(dir[0] != '\0');
+    snprintf(missing, sizeof missing, "%s/no/such/dir/out.json", dir);
+    snprintf(file, sizeof file, "%s/file", dir);
+    snprintf(through_file, sizeof through_file, "%s/file/out.json", dir);
+    snprintf(ok, sizeof ok, "%s/ok.json", dir);
+    FILE *f = fopen(file, "w");
+    ASSERT(f != NULL);
+    fclose(f);
+    const char *bad[] = {missing, dir, through_file, ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        for (int as_trace = 0; as_trace < 2; as_trace++) {
+            config_run cr;
+            int rc =
+                as_trace ? run_with_outputs(ok, bad[i], &cr) : run_with_outputs(bad[i], ok, &cr);
+            ASSERT_EQ(rc, SCENE_EXIT_USAGE);
+            ASSERT_UEQ(cr.rounds, 0); /* refused before any round ran */
+            ASSERT_STR_CONTAINS(cr.err, as_trace ? "cannot write trace '" : "cannot write JSON");
+            char quoted[600];
+            snprintf(quoted, sizeof quoted, "'%s'", bad[i]);
+            ASSERT_STR_CONTAINS(cr.err, quoted);
+            ASSERT(strchr(cr.err, '\n') == cr.err + strlen(cr.err) - 1); /* one line */
+            ASSERT(access(ok, F_OK) != 0); /* the good path was not created either */
+        }
+    }
+    config_run cr;
+    ASSERT_EQ(run_with_outputs(ok, ok, &cr), SCENE_EXIT_USAGE); /* one file for both */
+    ASSERT_EQ(run_with_outputs(ok, NULL, &cr), SCENE_EXIT_OK);
+    ASSERT_UEQ(cr.rounds, 2);
+    ASSERT(access(ok, F_OK) == 0);
+    ASSERT_EQ(run_with_outputs(NULL, ok, &cr), SCENE_EXIT_OK); /* an existing file is fine */
+    remove(ok);
+    remove(file);
+    rmdir(dir);
+}
+
+/* A report of `n` made-up rounds whose stage times are round-number ms. */
+static scene_report fake_report(scene_round *rounds, uint32_t n, const int64_t *params)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        memset(&rounds[i], 0, sizeof rounds[i]);
+        rounds[i].stats.wall_ns = 10000000ull * (i + 1);
+        rounds[i].stats.copyback_ns = 1000000;
+        rounds[i].stats.release_ns = 2500000; /* 2.5 ms */
+        rounds[i].golden = "pass";
+    }
+    scene_report r = {.scene = scene_find("vector_add"),
+                      .params = params,
+                      .device = "sim",
+                      .rounds = rounds,
+                      .nrounds = n,
+                      .overall_ms = 100.0};
+    scene_report_summarize(&r);
+    return r;
+}
+
+TEST(table_and_json_show_release_time)
+{
+    int64_t params[SCENE_MAX_PARAMS];
+    scene_round rounds[2];
+    scene_params_default(scene_find("vector_add"), params);
+    scene_report r = fake_report(rounds, 2, params);
+    char text[4096], dir[256], path[512];
+    FILE *f = tmpfile();
+    scene_report_print_header(f);
+    scene_report_print_row(f, 1, &rounds[0]);
+    slurp_and_close(f, text, sizeof text);
+    ASSERT_STR_CONTAINS(text, "back_ms  rel_ms  h2d_bytes");
+    ASSERT_STR_CONTAINS(text, "1.000    2.500   0 ");
+    make_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/r.json", dir);
+    ASSERT_OK(scene_report_write_json(&r, path));
+    f = fopen(path, "r");
+    ASSERT(f != NULL);
+    slurp_and_close(f, text, sizeof text);
+    remove(path);
+    rmdir(dir);
+    ASSERT_STR_CONTAINS(text, "\"copyback_ms\": 1, \"release_ms\": 2.5, ");
+    ASSERT_STR_CONTAINS(text, "\"later_avg_ms\": 20,");
+}
+
+TEST(one_round_has_no_later_rounds_mean)
+{
+    int64_t params[SCENE_MAX_PARAMS];
+    scene_round rounds[1];
+    scene_params_default(scene_find("vector_add"), params);
+    scene_report r = fake_report(rounds, 1, params);
+    char text[4096], dir[256], path[512];
+    FILE *f = tmpfile();
+    scene_report_print_summary(f, &r);
+    slurp_and_close(f, text, sizeof text);
+    ASSERT_STR_EQ(text, "first round 10.000 ms    later rounds avg n/a    overall 100.000 ms\n");
+    make_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/r.json", dir);
+    ASSERT_OK(scene_report_write_json(&r, path));
+    f = fopen(path, "r");
+    ASSERT(f != NULL);
+    slurp_and_close(f, text, sizeof text);
+    remove(path);
+    rmdir(dir);
+    ASSERT_STR_CONTAINS(text, "\"first_ms\": 10,");
+    ASSERT_STR_CONTAINS(text, "\"later_avg_ms\": null,");
 }
 
 TEST(unknown_malformed_and_out_of_range_params_are_rejected)

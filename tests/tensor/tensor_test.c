@@ -1,7 +1,8 @@
 /*
  * tensor_test.c: views: extent, nbytes, slice, density, overlap, checked
- * overflow near SIZE_MAX, the dims limit, and tensor_for_each_run on
- * strided, transposed, padded and overlapping views against a byte map.
+ * overflow near SIZE_MAX, the dims limit, NULL arguments, constructors that
+ * refuse a view larger than its buffer, and tensor_for_each_run on strided,
+ * transposed, padded and overlapping views against a byte map.
  * (dtypes are in dtype_test.c.)
  */
 #include <stdint.h>
@@ -11,14 +12,37 @@
 
 /* ------------------------------------------------------------------ views */
 
+/* Large enough for every view the constructors build below; views larger
+ * than a buffer are built by hand (by_hand), as the arithmetic must still
+ * handle them. */
+#define BUF_BYTES 65536
+
 static hg_hostbuf *buf_a, *buf_b;
 
 static void make_bufs(void)
 {
     if (buf_a == NULL) {
-        hg_hostbuf_create(0, &buf_a);
-        hg_hostbuf_create(0, &buf_b);
+        hg_hostbuf_create(BUF_BYTES, &buf_a);
+        hg_hostbuf_create(BUF_BYTES, &buf_b);
     }
+}
+
+/* A dense row-major view of hb filled in field by field, past the
+ * constructors' checks (ndims 0, or larger than the buffer). */
+static hg_tensor by_hand(hg_hostbuf *hb, hg_dtype dtype, uint32_t ndims, const size_t *shape)
+{
+    hg_tensor t;
+    memset(&t, 0, sizeof t);
+    t.host = hb;
+    t.dtype = dtype;
+    t.ndims = ndims;
+    size_t stride = 1;
+    for (uint32_t i = ndims; i-- > 0;) {
+        t.shape[i] = shape[i];
+        t.strides[i] = stride;
+        stride *= shape[i];
+    }
+    return t;
 }
 
 TEST(dense_host_view_extent_and_nbytes)
@@ -39,8 +63,9 @@ TEST(dense_host_view_extent_and_nbytes)
     ASSERT_OK(tensor_numel(&t, &n));
     ASSERT_UEQ(n, 24);
     ASSERT(hg_tensor_is_dense(&t));
-    /* ndims 0 is one element. */
-    ASSERT_OK(hg_tensor_host(&t, buf_a, HG_F64, 0, NULL));
+    /* A view built by hand with ndims 0 is one element (the constructors
+     * refuse ndims 0: see constructors_refuse_ndims_0_and_bad_args). */
+    t = by_hand(buf_a, HG_F64, 0, NULL);
     ASSERT_OK(hg_tensor_extent(&t, &lo, &hi));
     ASSERT_UEQ(hi - lo, 8);
     ASSERT_OK(hg_tensor_nbytes(&t, &n));
@@ -100,7 +125,9 @@ TEST(overflow_near_size_max)
     hg_tensor t;
     size_t n, lo, hi;
     size_t big[1] = {SIZE_MAX};
-    ASSERT_OK(hg_tensor_host(&t, buf_a, HG_U8, 1, big)); /* SIZE_MAX bytes: fits */
+    /* SIZE_MAX bytes: the size fits, the buffer does not. */
+    ASSERT_EQ(hg_tensor_host(&t, buf_a, HG_U8, 1, big), HG_ERANGE);
+    t = by_hand(buf_a, HG_U8, 1, big);
     ASSERT_OK(hg_tensor_extent(&t, &lo, &hi));
     ASSERT_UEQ(hi, SIZE_MAX);
     ASSERT_EQ(hg_tensor_host(&t, buf_a, HG_F16, 1, big), HG_EOVERFLOW);
@@ -264,6 +291,75 @@ TEST(device_view_address_overflow_is_named)
     ASSERT(!hg_tensor_overlap(&t, &t)); /* not computable: no claim of overlap */
 }
 
+TEST(null_view_and_null_out_params_are_einval)
+{
+    make_bufs();
+    hg_tensor t, s;
+    size_t shape[2] = {2, 3}, lo = 7, hi = 7, n = 7;
+    ASSERT_OK(hg_tensor_host(&t, buf_a, HG_F32, 2, shape));
+    ASSERT_EQ(hg_tensor_nbytes(NULL, &n), HG_EINVAL);
+    ASSERT_EQ(hg_tensor_nbytes(&t, NULL), HG_EINVAL);
+    ASSERT_EQ(hg_tensor_extent(NULL, &lo, &hi), HG_EINVAL);
+    ASSERT_EQ(hg_tensor_extent(&t, NULL, &hi), HG_EINVAL);
+    ASSERT_EQ(hg_tensor_extent(&t, &lo, NULL), HG_EINVAL);
+    ASSERT_EQ(hg_tensor_extent(&t, NULL, NULL), HG_EINVAL);
+    ASSERT_UEQ(lo, 7); /* a refused call writes nothing */
+    ASSERT_UEQ(hi, 7);
+    ASSERT_UEQ(n, 7);
+    ASSERT_EQ(hg_tensor_slice(NULL, 0, 0, 1, &s), HG_EINVAL);
+    ASSERT_EQ(hg_tensor_slice(&t, 0, 0, 1, NULL), HG_EINVAL);
+    ASSERT_EQ(hg_tensor_host(NULL, buf_a, HG_F32, 2, shape), HG_EINVAL);
+    ASSERT_EQ(hg_tensor_device(NULL, 0x1000, HG_F32, 2, shape), HG_EINVAL);
+    ASSERT_EQ(hg_tensor_device(&s, 0x1000, HG_F32, 2, NULL), HG_EINVAL);
+    ASSERT(!hg_tensor_is_dense(NULL));
+    ASSERT(!hg_tensor_overlap(NULL, &t));
+    ASSERT(!hg_tensor_overlap(&t, NULL));
+    ASSERT(!hg_tensor_overlap(NULL, NULL));
+    /* The same view through both out-params is fine. */
+    ASSERT_OK(hg_tensor_slice(&t, 1, 1, 2, &t));
+    ASSERT_UEQ(t.offset, 1);
+}
+
+TEST(host_view_must_fit_its_buffer)
+{
+    hg_hostbuf *hb = NULL, *none = NULL;
+    ASSERT_OK(hg_hostbuf_create(96, &hb));
+    ASSERT_OK(hg_hostbuf_wrap(NULL, 0, &none));
+    hg_tensor t, keep;
+    size_t exact[3] = {2, 3, 4}, over[3] = {2, 3, 5}, flat[1] = {25}, empty[2] = {0, 1000};
+    size_t big[1] = {SIZE_MAX}, lo, hi;
+    ASSERT_OK(hg_tensor_host(&t, hb, HG_F32, 3, exact)); /* 96 of 96 bytes */
+    keep = t;
+    ASSERT_EQ(hg_tensor_host(&t, hb, HG_F32, 3, over), HG_ERANGE); /* 120 bytes */
+    ASSERT_EQ(hg_tensor_host(&t, hb, HG_F32, 1, flat), HG_ERANGE); /* 100 bytes */
+    ASSERT_EQ(hg_tensor_host(&t, hb, HG_U8, 1, big), HG_ERANGE);
+    ASSERT_EQ(hg_tensor_host(&t, hb, HG_F16, 1, big), HG_EOVERFLOW); /* overflow comes first */
+    ASSERT(memcmp(&t, &keep, sizeof t) == 0);                        /* untouched on error */
+    ASSERT_OK(hg_tensor_host(&t, hb, HG_U8, 1, (size_t[]){96}));
+    ASSERT_OK(hg_tensor_host(&t, none, HG_F64, 2, empty)); /* empty fits anything */
+    ASSERT_OK(hg_tensor_extent(&t, &lo, &hi));
+    ASSERT_UEQ(hi, 0);
+    ASSERT_EQ(hg_tensor_host(&t, none, HG_U8, 1, (size_t[]){1}), HG_ERANGE);
+    hg_hostbuf_destroy(hb);
+    hg_hostbuf_destroy(none);
+}
+
+TEST(constructors_refuse_ndims_0_and_bad_args)
+{
+    make_bufs();
+    hg_tensor t;
+    size_t one[1] = {1};
+    ASSERT_EQ(hg_tensor_host(&t, buf_a, HG_F64, 0, NULL), HG_EINVAL);
+    ASSERT_EQ(hg_tensor_host(&t, buf_a, HG_F64, 0, one), HG_EINVAL);
+    ASSERT_EQ(hg_tensor_device(&t, 0x1000, HG_F64, 0, NULL), HG_EINVAL);
+    ASSERT_EQ(hg_tensor_device(&t, 0x1000, HG_F64, 0, one), HG_EINVAL);
+    ASSERT_EQ(hg_tensor_device(&t, 0x1000, HG_DTYPE_COUNT, 1, one), HG_EINVAL);
+    ASSERT_EQ(hg_tensor_device(&t, 0x1000, HG_F32, HG_MAX_DIMS + 1, one), HG_ELIMIT);
+    /* One element is ndims 1, shape {1}. */
+    ASSERT_OK(hg_tensor_host(&t, buf_a, HG_F64, 1, one));
+    ASSERT_OK(hg_tensor_device(&t, 0x1000, HG_F64, 1, one));
+}
+
 /* ------------------------------------------------------------- byte runs */
 
 typedef struct run_log {
@@ -400,7 +496,7 @@ TEST(for_each_run_huge_dense_view_is_one_call)
     make_bufs();
     hg_tensor t;
     size_t shape[4] = {1u << 12, 1u << 12, 1u << 12, 1u << 8}; /* 2^44 bytes */
-    ASSERT_OK(hg_tensor_host(&t, buf_a, HG_U8, 4, shape));
+    t = by_hand(buf_a, HG_U8, 4, shape);
     static run_log log;
     log.n = 0;
     log.stop_at = -1;
