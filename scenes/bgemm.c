@@ -226,6 +226,8 @@ static int bgemm_make(const int64_t *params, scene_case *c, hg_err *err)
     return 0;
 }
 
+static const char *const bgemm_host_reads[] = {"config", NULL};
+
 const scene scene_bgemm = {
     .name = "bgemm",
     .description =
@@ -234,4 +236,5 @@ const scene scene_bgemm = {
     .nparams = sizeof bgemm_params / sizeof bgemm_params[0],
     .make = bgemm_make,
     .destroy = NULL,
+    .host_reads = bgemm_host_reads,
 };

@@ -64,6 +64,10 @@ struct scene {
     /* Frees c->state; NULL when the scene keeps none.  Buffers, args and
      * goldens are freed by scene_case_destroy. */
     void (*destroy)(scene_case *c);
+    /* The IN args its orchestration reads on the host (hg_orch_host_view),
+     * NULL-terminated; NULL when none.  `--residency pin` passes every other
+     * IN as a device view, which has no host view. */
+    const char *const *host_reads;
 };
 
 /* ---------------------------------------------------------------- registry */
