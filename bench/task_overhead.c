@@ -12,6 +12,14 @@
  * Tasks alternate cube and vector kernels when the device runs both.  It
  * prints measured numbers only (median and min ns per task) and the ratio
  * chain / independent; it is a benchmark, not a test.
+ *
+ * Then the tensor map alone (graph build, no execution), ns per task at 1k,
+ * 10k and 100k tasks side by side, for access patterns that once cost it
+ * quadratic time or memory: 64-byte piece reads in a scattered order; piece
+ * reads then whole-buffer reads; 1 KiB writes at random offsets in 64 MiB; a
+ * read-after-write chain; piece reads then one whole write (a fan-in); piece
+ * writes then 16 whole reads (16 edges per writer, made by the rule).  And
+ * arg-less tasks from 1k to 1M, which must stay flat.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +129,126 @@ static int measure(bench *b, pattern p, double out[4])
     return 0;
 }
 
+/* ------------------------------------------------------ the tensor map */
+
+typedef enum access_pattern {
+    ACC_FRAG_READS,
+    ACC_WHOLE_AFTER_FRAGS,
+    ACC_RANDOM_WRITES,
+    ACC_RAW_CHAIN,
+    ACC_FAN_IN,
+    ACC_WRITES_THEN_READS,
+    ACC_COUNT
+} access_pattern;
+
+static const char *const access_name[ACC_COUNT] = {"frag_reads",       "whole_after_frags",
+                                                   "random_1k_writes", "raw_chain",
+                                                   "fan_in",           "writes_then_16_reads"};
+
+#define BUF     0x10000000ull
+#define PIECE   64
+#define READERS 16 /* whole reads after the piece writes */
+#define BUF_64M (64u << 20)
+
+static graph_targ access_arg(hg_devaddr lo, hg_devaddr hi, bool read, bool write)
+{
+    graph_targ a = {.addr = lo, .lo = lo, .hi = hi, .dtype = HG_U8, .ndims = 1};
+    a.shape[0] = (size_t)(hi - lo);
+    a.strides[0] = 1;
+    a.read = read;
+    a.write = write;
+    return a;
+}
+
+static hg_devaddr piece_at(uint64_t i)
+{
+    return BUF + i * PIECE;
+}
+
+/* The args of task t of n in pattern p; returns how many. */
+static uint32_t access_args(access_pattern p, uint32_t t, uint32_t n, uint64_t *rng,
+                            graph_targ *args)
+{
+    uint32_t scattered = (uint32_t)((uint64_t)t * 7919 % n), half = n / 2;
+    switch (p) {
+    case ACC_FRAG_READS:
+        args[0] = access_arg(piece_at(scattered), piece_at(scattered + 1), true, false);
+        return 1;
+    case ACC_WHOLE_AFTER_FRAGS:
+        args[0] = t < half ? access_arg(piece_at(t), piece_at(t + 1), true, false)
+                           : access_arg(piece_at(0), piece_at(half), true, false);
+        return 1;
+    case ACC_RANDOM_WRITES: {
+        *rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
+        hg_devaddr lo = BUF + (*rng >> 33) % (BUF_64M - 1024);
+        args[0] = access_arg(lo, lo + 1024, false, true);
+        return 1;
+    }
+    case ACC_RAW_CHAIN:
+        args[0] = access_arg(piece_at(t), piece_at(t + 1), false, true);
+        args[1] = access_arg(piece_at(t) - PIECE, piece_at(t), true, false);
+        return t > 0 ? 2 : 1;
+    case ACC_FAN_IN:
+        args[0] = t + 1 < n ? access_arg(piece_at(t), piece_at(t + 1), true, false)
+                            : access_arg(piece_at(0), piece_at(n), false, true);
+        return 1;
+    default:
+        args[0] = t + READERS < n ? access_arg(piece_at(t), piece_at(t + 1), false, true)
+                                  : access_arg(piece_at(0), piece_at(n - READERS), true, false);
+        return 1;
+    }
+}
+
+/* Builds n tasks of pattern p (ACC_COUNT: arg-less) three times; returns the
+ * fastest build in ns per task, and the edges per task in *edges. */
+static double map_build(graph *g, int p, uint32_t n, double *edges)
+{
+    uint64_t best = UINT64_MAX;
+    for (int r = 0; r < 3; r++) {
+        uint64_t rng = 42, t0 = clock_now_ns();
+        graph_targ args[2];
+        hg_task_id id;
+        graph_reset(g);
+        for (uint32_t t = 0; t < n; t++) {
+            uint32_t nargs = p < ACC_COUNT ? access_args((access_pattern)p, t, n, &rng, args) : 0;
+            if (graph_add_task(g, &k_vector, args, nargs, NULL, 0, NULL, 0, &id, NULL) != 0)
+                return -1;
+        }
+        if (graph_finalize(g, NULL) != 0)
+            return -1;
+        uint64_t dt = clock_now_ns() - t0;
+        best = dt < best ? dt : best;
+    }
+    *edges = (double)g->nedges / n;
+    return (double)best / n;
+}
+
+static int run_map(graph *g)
+{
+    static const uint32_t sizes[] = {1000, 10000, 100000, 1000000};
+    double edges = 0;
+    printf("\ntensor map: graph build only, ns/task (min of 3)\n%-22s", "pattern");
+    for (int i = 0; i < 4; i++)
+        printf(" %10u", sizes[i]);
+    printf("  edges/task\n");
+    for (int p = 0; p <= ACC_COUNT; p++) {
+        printf("%-22s", p < ACC_COUNT ? access_name[p] : "arg-less");
+        for (int i = 0; i < 4; i++) {
+            if (p < ACC_COUNT && sizes[i] > 100000) {
+                printf(" %10s", "");
+                continue;
+            }
+            double ns = map_build(g, p, sizes[i], &edges);
+            if (ns < 0)
+                return HG_ENOMEM;
+            printf(" %10.1f", ns);
+            fflush(stdout);
+        }
+        printf("  %.2f\n", edges);
+    }
+    return 0;
+}
+
 static void find_core_types(bench *b)
 {
     for (uint32_t c = 0; c < hg_device_num_cores(b->dev); c++) {
@@ -167,6 +295,8 @@ int main(int argc, char **argv)
     find_core_types(&b);
     graph_init(&b.g);
     int rc = run_all(&b);
+    if (rc == 0)
+        rc = run_map(&b.g);
     graph_free(&b.g);
     hg_device_close(b.dev);
     return rc == 0 ? 0 : 1;

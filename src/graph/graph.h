@@ -9,6 +9,10 @@
  * strictly need: conservative, never missing one.  Edges go from an earlier
  * task to a later one only, so the graph is a DAG by construction.
  *
+ * Cost: O(log n) expected per task arg (n: the tensor map's live records),
+ * plus O(log n) per edge the rule makes, whatever the access pattern; the
+ * map holds O(task args + edges) records (tensor_map.c says why).
+ *
  * Memory: one graph is reused run after run (graph_reset keeps capacity).
  */
 #ifndef HG_GRAPH_GRAPH_H
@@ -51,10 +55,10 @@ typedef struct graph {
     uint32_t *succ; /* successor ids, grouped per task after finalize */
     uint32_t nedges, cap_edges;
     uint32_t *edge_from, *edge_to; /* edges in submission order, before finalize */
-    /* tensor map state, owned by graph.c */
+    /* tensor map state, owned by tensor_map.c */
     graph_region *regions;
     uint32_t nregions, cap_regions;
-    void *scratch; /* graph.c's private working memory */
+    void *scratch; /* tensor_map.c's private state */
 } graph;
 
 void graph_init(graph *g);
@@ -68,6 +72,18 @@ void graph_free(graph *g);
 int graph_add_task(graph *g, const hg_kernel *kernel, const graph_targ *args, uint32_t nargs,
                    const uint64_t *scalars, uint32_t nscalars, const hg_task_id *deps,
                    uint32_t ndeps, hg_task_id *out, hg_err *e);
+
+/* What the tensor map holds and has done since graph_reset: for tests and
+ * benchmarks, which check that it grows linearly with the tasks. */
+typedef struct graph_map_counts {
+    uint32_t records;      /* live write records: disjoint ranges with their last writer */
+    uint32_t reader_nodes; /* live read records: ranges read since their last write */
+    uint64_t steps;        /* records visited by searches, trims and frees (each treap
+                            * split or merge adds O(log n) more, not counted) */
+    uint64_t mark_extends; /* times the per-task dedupe marks grew (and were zeroed) */
+} graph_map_counts;
+
+void graph_map_stats(const graph *g, graph_map_counts *out);
 
 /* Groups successors per task (graph_task.succ_first/nsucc).  Call once after
  * the last graph_add_task and before execution. */

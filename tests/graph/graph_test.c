@@ -1,7 +1,8 @@
 /*
- * graph_test.c: dependency inference against a brute-force reference on
+ * graph_test.c: dependency inference against brute-force references on
  * random task lists (every conflicting pair ordered, every edge forward and
- * between conflicting tasks), plus the fixed cases: read-after-read, the
+ * between conflicting tasks, and the edges exactly those of the rule applied
+ * byte by byte), plus the fixed cases: read-after-read, the
  * writer-after-readers shape, explicit deps and dedupe, errors, limits,
  * successor lists, reuse after graph_reset and a 30k-task tile graph.
  */
@@ -145,6 +146,72 @@ static const char *check_graph(const graph *g, const rtask *ts, uint32_t n)
     return NULL;
 }
 
+/* The rule byte by byte: a reader depends on the byte's last writer; a
+ * writer on its readers since, or on that writer when there are none. */
+typedef struct ref_byte {
+    uint32_t writer; /* task + 1; 0: none */
+    uint64_t readers[WORDS];
+} ref_byte;
+
+#define BUF_MAX 4096 /* the largest rparams.buf_bytes */
+
+static ref_byte *ref_at(hg_devaddr addr)
+{
+    static ref_byte bytes[NBUF][BUF_MAX];
+    return &bytes[addr / 0x100000 - 1][addr % 0x100000];
+}
+
+static void ref_deps(const graph_targ *a, uint64_t *want)
+{
+    for (hg_devaddr b = a->lo; b < a->hi; b++) {
+        const ref_byte *r = ref_at(b);
+        uint64_t any = 0;
+        for (int w = 0; w < WORDS && a->write; w++) {
+            want[w] |= r->readers[w];
+            any |= r->readers[w];
+        }
+        if (!any && r->writer)
+            want[(r->writer - 1) / 64] |= 1ull << ((r->writer - 1) % 64);
+    }
+}
+
+static void ref_update(const rtask *t, uint32_t id)
+{
+    for (int pass = 0; pass < 2; pass++) /* reads first: its own writes win */
+        for (uint32_t i = 0; i < t->nargs; i++) {
+            const graph_targ *a = &t->args[i];
+            for (hg_devaddr b = a->lo; b < a->hi && a->write == (pass == 1); b++) {
+                ref_byte *r = ref_at(b);
+                if (a->write) {
+                    memset(r, 0, sizeof *r);
+                    r->writer = id + 1;
+                } else {
+                    r->readers[id / 64] |= 1ull << (id % 64);
+                }
+            }
+        }
+}
+
+/* Checks that the predecessors of every task are exactly the rule's. */
+static const char *check_rule(const graph *g, const rtask *ts, uint32_t n)
+{
+    static uint64_t preds[MAX_T][WORDS];
+    memset(preds, 0, sizeof preds);
+    for (uint32_t i = 0; i < g->nedges; i++)
+        preds[g->edge_to[i]][g->edge_from[i] / 64] |= 1ull << (g->edge_from[i] % 64);
+    for (hg_devaddr b = 0x100000; b < 0x100000 * (NBUF + 1); b += 0x100000)
+        memset(ref_at(b), 0, BUF_MAX * sizeof(ref_byte));
+    for (uint32_t t = 0; t < n; t++) {
+        uint64_t want[WORDS] = {0};
+        for (uint32_t i = 0; i < ts[t].nargs; i++)
+            ref_deps(&ts[t].args[i], want);
+        if (memcmp(want, preds[t], sizeof want) != 0)
+            return "the edges into a task are not exactly the rule's";
+        ref_update(&ts[t], t);
+    }
+    return NULL;
+}
+
 static const char *build_and_check(graph *g, const rtask *ts, uint32_t n)
 {
     for (uint32_t t = 0; t < n; t++) {
@@ -154,7 +221,8 @@ static const char *build_and_check(graph *g, const rtask *ts, uint32_t n)
     }
     if (graph_finalize(g, NULL) != 0)
         return "graph_finalize failed";
-    return check_graph(g, ts, n);
+    const char *why = check_graph(g, ts, n);
+    return why != NULL ? why : check_rule(g, ts, n);
 }
 
 TEST(random_graphs_match_brute_force)

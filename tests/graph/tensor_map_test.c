@@ -1,0 +1,225 @@
+/*
+ * tensor_map_test.c: the tensor map's size and work grow linearly with the
+ * tasks (and the edges, where the rule makes more edges than tasks), for
+ * every access pattern.  Each pattern is built at N and 4N tasks; its live
+ * records and read records may grow about 4x the tasks + edges, and the
+ * records it visits too, times a log factor at most.  Counts
+ * only, never timing: the counters are exact and the treap's priorities come
+ * from a fixed seed, so only random_writes varies (with HG_TEST_SEED).
+ *
+ * Also: submitting tasks with no args does no reservation work per task
+ * (the per-task marks grow geometrically, never on a submit that needs no room).
+ */
+#include "graph/graph.h"
+#include "testlib.h"
+
+static int kernel_fn(const hg_kernel_ctx *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
+static const hg_kernel kern = {"k", kernel_fn, HG_CORE_VECTOR};
+
+#define BUF   0x10000000ull /* the buffer every pattern works in */
+#define PIECE 64            /* bytes of one fragment */
+
+typedef enum shape {
+    FRAG_READS,        /* N reads of disjoint pieces, in a scattered order */
+    WHOLE_AFTER_FRAGS, /* N/2 piece reads, then N/2 reads of the whole buffer */
+    RANDOM_WRITES,     /* N 1 KiB writes at random offsets in 64 MiB */
+    RAW_CHAIN,         /* task i reads the piece task i-1 wrote */
+    FAN_IN,            /* N-1 piece reads, then one write of the whole buffer */
+    WRITES_THEN_READS, /* N/2 piece writes, then N/8 whole reads: N^2/16 edges by the rule */
+    READS_THEN_WRITES, /* N/8 whole reads, then N/2 piece writes: N^2/16 edges too */
+    SHAPES
+} shape;
+
+static const char *const shape_name[SHAPES] = {
+    "frag_reads", "whole_after_frags", "random_writes",    "raw_chain",
+    "fan_in",     "writes_then_reads", "reads_then_writes"};
+
+/* An arg over [lo, hi) that reads and/or writes: all the map looks at. */
+static graph_targ access(hg_devaddr lo, hg_devaddr hi, bool read, bool write)
+{
+    graph_targ a = {.addr = lo, .lo = lo, .hi = hi, .dtype = HG_U8, .ndims = 1};
+    a.shape[0] = (size_t)(hi - lo);
+    a.strides[0] = 1;
+    a.read = read;
+    a.write = write;
+    return a;
+}
+
+static hg_devaddr piece(uint32_t i)
+{
+    return BUF + (hg_devaddr)i * PIECE;
+}
+
+/* The args of task t of n in shape s; returns how many. */
+static uint32_t shape_args(shape s, uint32_t t, uint32_t n, test_rng *rng, graph_targ *args)
+{
+    uint32_t half = n / 2, scattered = (uint32_t)((uint64_t)t * 7919 % n);
+    switch (s) {
+    case FRAG_READS:
+        args[0] = access(piece(scattered), piece(scattered) + PIECE, true, false);
+        return 1;
+    case WHOLE_AFTER_FRAGS:
+        if (t < half)
+            args[0] = access(piece(t), piece(t) + PIECE, true, false);
+        else
+            args[0] = access(piece(0), piece(half), true, false);
+        return 1;
+    case RANDOM_WRITES: {
+        hg_devaddr lo = BUF + test_rand(rng) % ((64u << 20) - 1024);
+        args[0] = access(lo, lo + 1024, false, true);
+        return 1;
+    }
+    case RAW_CHAIN:
+        args[0] = access(piece(t), piece(t) + PIECE, false, true);
+        args[1] = access(piece(t) - PIECE, piece(t), true, false);
+        return t > 0 ? 2 : 1;
+    case FAN_IN:
+        if (t + 1 < n)
+            args[0] = access(piece(t), piece(t) + PIECE, true, false);
+        else
+            args[0] = access(piece(0), piece(n), false, true);
+        return 1;
+    case WRITES_THEN_READS:
+        if (t < half)
+            args[0] = access(piece(t), piece(t) + PIECE, false, true);
+        else
+            args[0] = access(piece(0), piece(half), true, false);
+        return 1;
+    default: { /* the writes in a scattered order: each splits the read records */
+        uint32_t w = (uint32_t)((uint64_t)(t - n / 8) * 7919 % half);
+        if (t < n / 8)
+            args[0] = access(piece(0), piece(half), true, false);
+        else
+            args[0] = access(piece(w), piece(w) + PIECE, false, true);
+        return 1;
+    }
+    }
+}
+
+static uint32_t shape_tasks(shape s, uint32_t n)
+{
+    return s >= WRITES_THEN_READS ? n / 2 + n / 8 : n;
+}
+
+typedef struct shape_cost {
+    graph_map_counts c;             /* at the end */
+    uint32_t records, reader_nodes; /* the most at any time */
+    uint32_t tasks, edges;
+} shape_cost;
+
+static int build_shape(graph *g, shape s, uint32_t n, test_rng *rng, shape_cost *out)
+{
+    graph_targ args[2];
+    hg_task_id id;
+    graph_reset(g);
+    out->records = out->reader_nodes = 0;
+    for (uint32_t t = 0; t < shape_tasks(s, n); t++) {
+        uint32_t nargs = shape_args(s, t, n, rng, args);
+        int rc = graph_add_task(g, &kern, args, nargs, NULL, 0, NULL, 0, &id, NULL);
+        if (rc != 0)
+            return rc;
+        graph_map_stats(g, &out->c);
+        out->records = out->c.records > out->records ? out->c.records : out->records;
+        out->reader_nodes =
+            out->c.reader_nodes > out->reader_nodes ? out->c.reader_nodes : out->reader_nodes;
+    }
+    out->tasks = g->ntasks;
+    out->edges = g->nedges;
+    return 0;
+}
+
+/* A count measured at N (ca) and at 4N (cb) grew at most about linearly in
+ * the tasks + edges (the rule may make N^2 edges; the map must not add more). */
+static bool linear(const shape_cost *a, uint64_t ca, const shape_cost *b, uint64_t cb)
+{
+    double ua = a->tasks + a->edges, ub = b->tasks + b->edges;
+    return (double)cb / ub <= 1.125 * (double)ca / ua + 16 / ub;
+}
+
+TEST(map_grows_linearly_for_every_access_pattern)
+{
+    enum { N = 1000 };
+    static const uint32_t edges_at_n[SHAPES] = {
+        0, 0, UINT32_MAX, N - 1, N - 1, (N / 2) * (N / 8), (N / 2) * (N / 8)};
+    test_rng rng = test_seed(1000); /* only random_writes draws from it */
+    graph g;
+    graph_init(&g);
+    for (int s = 0; s < SHAPES; s++) {
+        shape_cost small, big;
+        ASSERT_OK(build_shape(&g, (shape)s, N, &rng, &small));
+        ASSERT_OK(build_shape(&g, (shape)s, 4 * N, &rng, &big));
+        printf("  %-18s N=%u: most records %u -> %u, most read records %u -> %u, edges %u -> %u, "
+               "steps/(tasks+edges) %.1f -> %.1f\n",
+               shape_name[s], N, small.records, big.records, small.reader_nodes, big.reader_nodes,
+               small.edges, big.edges, (double)small.c.steps / (small.tasks + small.edges),
+               (double)big.c.steps / (big.tasks + big.edges));
+        if (edges_at_n[s] != UINT32_MAX)
+            ASSERT_EQ(small.edges, edges_at_n[s]);
+        if (!linear(&small, small.records, &big, big.records))
+            TEST_FAIL_("%s: records %u at N, %u at 4N", shape_name[s], small.records, big.records);
+        if (!linear(&small, small.reader_nodes, &big, big.reader_nodes))
+            TEST_FAIL_("%s: read records %u at N, %u at 4N", shape_name[s], small.reader_nodes,
+                       big.reader_nodes);
+        /* Work per task or edge may grow by the treap's log factor, not by N. */
+        if ((double)big.c.steps / (big.tasks + big.edges) >
+            1.5 * (double)small.c.steps / (small.tasks + small.edges) + 1)
+            TEST_FAIL_("%s: %llu steps at N, %llu at 4N", shape_name[s],
+                       (unsigned long long)small.c.steps, (unsigned long long)big.c.steps);
+    }
+    graph_free(&g);
+}
+
+/* The read records of N whole reads after N piece reads are one per task,
+ * and a write over the whole buffer then empties the map but for itself. */
+TEST(whole_write_clears_fragmented_reads)
+{
+    enum { N = 4000 };
+    graph g;
+    graph_init(&g);
+    shape_cost cost;
+    ASSERT_OK(build_shape(&g, WHOLE_AFTER_FRAGS, N, NULL, &cost));
+    ASSERT_EQ(cost.c.records, 0);
+    ASSERT_ULE(cost.c.reader_nodes, N);
+    graph_targ w = access(piece(0), piece(N), false, true);
+    hg_task_id id;
+    ASSERT_OK(graph_add_task(&g, &kern, &w, 1, NULL, 0, NULL, 0, &id, NULL));
+    ASSERT_EQ(g.tasks[id].npreds, N); /* every reader, piece or whole */
+    graph_map_counts c;
+    graph_map_stats(&g, &c);
+    ASSERT_EQ(c.records, 1);
+    ASSERT_EQ(c.reader_nodes, 0);
+    graph_free(&g);
+}
+
+/* Arg-less submits: the per-task marks grow by doubling, and a submit that
+ * needs no room does no reservation work (it used to zero a 0-byte tail on
+ * every submit, 10x slower per task past ~600k tasks). */
+TEST(arg_less_submits_reserve_geometrically)
+{
+    enum { N = 1 << 20 };
+    graph g;
+    graph_init(&g);
+    hg_task_id id;
+    for (uint32_t t = 0; t < N; t++)
+        ASSERT_OK(graph_add_task(&g, &kern, NULL, 0, NULL, 0, NULL, 0, &id, NULL));
+    graph_map_counts c;
+    graph_map_stats(&g, &c);
+    ASSERT_EQ(g.nedges, 0);
+    ASSERT_ULE(c.mark_extends, 20); /* 16 doublings from 16 slots to 1M */
+    graph_reset(&g);                /* the capacity stays: no growth at all now */
+    for (uint32_t t = 0; t < N; t++)
+        ASSERT_OK(graph_add_task(&g, &kern, NULL, 0, NULL, 0, NULL, 0, &id, NULL));
+    graph_map_stats(&g, &c);
+    ASSERT_EQ(c.mark_extends, 0);
+    graph_free(&g);
+}
+
+int main(void)
+{
+    return RUN_TESTS();
+}
