@@ -80,7 +80,7 @@ int main(int argc, char **argv)
     if (hg_runner_open(dev, &r) || hg_hostbuf_create(shape[0] * 4, &in) ||
         hg_hostbuf_create(shape[0] * 4, &out))
         return 3;
-    hg_arg args[2] = {{"in", HG_IN, {0}, 0}, {"out", HG_INOUT, {0}, 0}};
+    hg_arg args[2] = {{"in", HG_IN, {0}, 0, HG_STAGED}, {"out", HG_INOUT, {0}, 0, HG_STAGED}};
     hg_tensor_host(&args[0].tensor, in, HG_F32, 1, shape);
     hg_tensor_host(&args[1].tensor, out, HG_F32, 1, shape);
     hg_callable c = {"empty_tiles", orchestrate, NULL};

@@ -56,7 +56,7 @@ static const hg_callable ONE = {"one", orch_one, NULL};
 
 static hg_arg byte_arg(const char *name, hg_dir dir, hg_hostbuf *hb, size_t n)
 {
-    hg_arg a = {name, dir, {0}, 0};
+    hg_arg a = {name, dir, {0}, 0, HG_STAGED};
     hg_tensor_host(&a.tensor, hb, HG_U8, 1, &n);
     return a;
 }

@@ -4,7 +4,7 @@
  * hostgraph builds task graphs of compute kernels on the host, runs them on a
  * device round after round, and moves only the bytes that changed.  A run is
  *
- *     bind -> orchestrate -> execute -> copy back -> release
+ *     bind -> orchestrate -> execute -> copy back -> publish -> release
  *
  * Every call returns 0 or a negative HG_E* code; hg_strerror() names a code.
  * Calls that take a runner keep a detailed message on it (hg_runner_errmsg),
@@ -15,8 +15,9 @@
  *     never when it wraps user memory (hg_hostbuf_wrap);
  *   - device memory from hg_devbuf_malloc is user-owned: the runtime reads and
  *     writes it when it is passed as an arg but never frees it;
- *   - the runner owns its retained device buffer and the run-owned scratch of
- *     each run; closing the runner frees them.
+ *   - the runner owns its retained device buffer, its resident copies and its
+ *     pooled scratch; closing the runner frees them all and forgets every
+ *     residency record.
  *
  * Threading: one runner is used by one thread at a time.  Host buffers are not
  * locked; do not write one while a run that uses it is in flight.
@@ -268,6 +269,22 @@ typedef enum hg_dir { HG_IN = 1, HG_OUT = 2, HG_INOUT = 3, HG_SCALAR = 4 } hg_di
 #define HG_MAX_TENSOR_ARGS 256
 #define HG_MAX_SCALAR_ARGS 128
 
+/* Whether a host-backed arg's device copy outlives the run. */
+typedef enum hg_residency {
+    /* Staged every run: uploaded at bind (IN, INOUT), copied back (OUT,
+     * INOUT), its device memory reused by the next run for anything.  The
+     * zero value, so every initialiser that leaves the field out means it. */
+    HG_STAGED = 0,
+    /* IN and INOUT: the device copy is kept in the runner's residency cache
+     * and reused, without a copy, by a later run while it is fresh: published
+     * for this host buffer id and extent at the generation the buffer has at
+     * that run's bind.  Otherwise it is uploaded again ("stale").  An INOUT
+     * just copied back is current at its new generation.  Resident args keep
+     * their host buffer as their host view.  OUT args, zero-byte args and
+     * device views ignore it. */
+    HG_RESIDENT = 1
+} hg_residency;
+
 /* One argument of a run.  Tensor args use `tensor`, scalar args `scalar`
  * (64 raw bits; see hg_scalar_f64).  `name` must stay valid for the run. */
 typedef struct hg_arg {
@@ -275,6 +292,7 @@ typedef struct hg_arg {
     hg_dir dir;
     hg_tensor tensor;
     uint64_t scalar;
+    hg_residency residency; /* HG_STAGED (0) unless set */
 } hg_arg;
 
 uint64_t hg_scalar_f64(double v);
@@ -358,8 +376,13 @@ int hg_orch_arg(const hg_orch *o, uint32_t arg, const hg_arg **out);
 /* A host pointer to the arg's first element, for reading on the host.
  * HG_ENOHOSTVIEW if the arg is only a device view; HG_EINVAL for scalars. */
 int hg_orch_host_view(hg_orch *o, uint32_t arg, const void **out);
-/* Run-owned device scratch of the given dense shape, freed at release.  Its
- * arg index (for task args) goes to *arg, its view to *view. */
+/* Run-owned device scratch of the given dense shape.  The runner pools it:
+ * at release it is kept for a later run that asks for the same size (so an
+ * unchanged scene's later rounds make no device allocation and pay no
+ * poisoning), and freed at runner close, when a run does not use it, or when
+ * the device runs short.  Its contents at the start of a run are undefined
+ * (0xA5 when new, or with hg_runner_set_poison_scratch).  Its arg index (for
+ * task args) goes to *arg, its view to *view. */
 int hg_orch_scratch(hg_orch *o, const char *name, hg_dtype dtype, uint32_t ndims,
                     const size_t *shape, uint32_t *arg, hg_tensor *view);
 /* Fails the run with `code` (a negative HG_E* code) and a message naming what
@@ -400,6 +423,12 @@ typedef struct hg_run_stats {
     uint64_t device_allocs;          /* device allocations this run made */
     uint32_t tasks, edges;           /* graph size */
     size_t retained_bytes;           /* retained buffer capacity after the run */
+    /* Residency (HG_RESIDENT args): */
+    uint64_t resident_hits;          /* args reused without a copy */
+    uint64_t resident_bytes_skipped; /* the bytes those hits did not upload */
+    uint64_t stale_uploads;          /* resident copies uploaded again: the host changed them */
+    uint64_t resident_staged;        /* resident args staged this run for lack of room */
+    uint64_t evictions;              /* resident copies this run evicted */
 } hg_run_stats;
 
 /* A runner keeps, across runs, a retained device buffer that holds the
@@ -416,8 +445,31 @@ void hg_runner_set_trace(hg_runner *r, hg_trace *t);
 /* Capacity of the runner's retained device buffer. */
 size_t hg_runner_retained_capacity(const hg_runner *r);
 
+/* The device bytes the runner's resident copies may hold (0: the device's
+ * capacity, the default).  Copies past a smaller budget are evicted now,
+ * least recently used first.  When a run's resident args do not fit, the
+ * ones that do not are staged for that run (hg_run_stats.resident_staged),
+ * which is not an error.  A runner evicts only its own copies. */
+int hg_runner_set_budget(hg_runner *r, uint64_t bytes);
+/* Device bytes the runner holds now: its retained buffer, resident copies and
+ * pooled scratch (each allocation rounded up to HG_DEVICE_ALIGN).  Between
+ * runs, everything the runner allocated and has not freed. */
+uint64_t hg_runner_device_bytes(const hg_runner *r);
+/* Device bytes and number of the runner's resident copies now. */
+uint64_t hg_runner_resident_bytes(const hg_runner *r);
+uint32_t hg_runner_resident_copies(const hg_runner *r);
+/* Verify mode (off by default; off, it costs nothing): hashes each resident
+ * arg's host bytes (XXH3) when it is published and again at the next bind
+ * that would reuse the copy.  A mismatch, a host write that bypassed the API,
+ * fails that run with HG_ESTALE naming the arg and the buffer, instead of
+ * computing on stale data. */
+void hg_runner_set_verify(hg_runner *r, bool on);
+/* Debug switch (off by default): fill pooled scratch with 0xA5 each time it
+ * is reused, so a kernel that reads scratch it never wrote sees garbage. */
+void hg_runner_set_poison_scratch(hg_runner *r, bool on);
+
 /*
- * One run: bind -> orchestrate -> execute -> copy back -> release.
+ * One run: bind -> orchestrate -> execute -> copy back -> publish -> release.
  *
  *   - bind: IN and INOUT args are copied to the device; pure OUT args' device
  *     bytes are filled with the poison byte 0xA5, so bytes no task writes come
@@ -430,10 +482,17 @@ size_t hg_runner_retained_capacity(const hg_runner *r);
  *     gaps keep their host bytes), and each written buffer's generation moves
  *     on.  A strided view crosses the link as its whole extent in one copy or
  *     one copy per contiguous run, whichever is cheaper.
+ *   - publish: only when everything above succeeded are the run's resident
+ *     copies recorded as current (at their host buffers' generations after
+ *     copy-back).  Before anything writes a resident copy's device bytes (an
+ *     upload, or execution of a run that writes it as INOUT) it is marked
+ *     not current, so a failed run leaves nothing that looks fresh.
  *   - on failure (at any stage, copy-back included) no host byte and no
- *     generation changed, all run-owned memory is freed, and the runner stays
- *     usable; hg_runner_errmsg names the first failure (an orchestration's
- *     first failing call keeps its code and message together).
+ *     generation changed, nothing was published, run-owned memory is
+ *     released, and the runner stays usable; hg_runner_errmsg names the first
+ *     failure (an orchestration's first failing call keeps its code and
+ *     message together).  HG_ESTALE: verify mode found a resident arg's host
+ *     bytes changed without a write through the API.
  *
  * `stats` may be NULL; it is filled on success and failure alike.
  */

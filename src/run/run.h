@@ -13,6 +13,7 @@ struct hg_runner {
     hg_device *dev;
     hg_device_counters tally; /* this runner's device operations only */
     stage_retained retained;
+    residency_cache cache; /* resident copies: outlive runs, freed at close */
     stage_plan plan;
     graph graph;
     hg_err err;

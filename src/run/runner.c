@@ -26,7 +26,9 @@ int hg_runner_open(hg_device *dev, hg_runner **out)
     if (r == NULL)
         return HG_ENOMEM;
     r->dev = dev;
+    residency_init(&r->cache);
     stage_plan_init(&r->plan, &r->tally);
+    r->plan.cache = &r->cache;
     graph_init(&r->graph);
     *out = r;
     return 0;
@@ -37,6 +39,8 @@ void hg_runner_close(hg_runner *r)
     if (r == NULL)
         return;
     stage_release(&r->plan, r->dev);
+    stage_pool_free(&r->plan, r->dev);
+    residency_clear(&r->cache, r->dev, &r->tally);
     stage_retained_free(&r->retained, r->dev, &r->tally);
     stage_plan_free(&r->plan);
     graph_free(&r->graph);
@@ -52,6 +56,45 @@ void hg_runner_set_trace(hg_runner *r, hg_trace *t)
 size_t hg_runner_retained_capacity(const hg_runner *r)
 {
     return r ? r->retained.capacity : 0;
+}
+
+int hg_runner_set_budget(hg_runner *r, uint64_t bytes)
+{
+    if (r == NULL)
+        return HG_EINVAL;
+    r->cache.budget = bytes;
+    const uint64_t budget = bytes ? bytes : hg_device_capacity(r->dev);
+    /* No run is in flight: every copy is evictable (run numbers start at 1). */
+    while (r->cache.held > budget && residency_evict_one(&r->cache, r->dev, &r->tally, 0)) {
+    }
+    return 0;
+}
+
+uint64_t hg_runner_device_bytes(const hg_runner *r)
+{
+    return r ? r->tally.live_bytes : 0;
+}
+
+uint64_t hg_runner_resident_bytes(const hg_runner *r)
+{
+    return r ? r->cache.held : 0;
+}
+
+uint32_t hg_runner_resident_copies(const hg_runner *r)
+{
+    return r ? r->cache.nlive : 0;
+}
+
+void hg_runner_set_verify(hg_runner *r, bool on)
+{
+    if (r)
+        r->plan.verify = on;
+}
+
+void hg_runner_set_poison_scratch(hg_runner *r, bool on)
+{
+    if (r)
+        r->plan.poison_scratch = on;
 }
 
 const char *hg_runner_errmsg(const hg_runner *r)
@@ -79,13 +122,26 @@ static void timer_stop(stage_timer t, const char *name, uint64_t *ns)
         trace_host_span(t.r->trace, name, t.r->runs, t.start, end);
 }
 
+/* Plan, bind resident args to their copies, lay out and reserve the slices
+ * (making room from the pool and the cache when the device is short), then
+ * upload what is not current on the device. */
 static int run_bind(hg_runner *r, const hg_arg *args, uint32_t nargs)
 {
-    int rc = stage_plan_build(&r->plan, r->dev, args, nargs, &r->err);
+    stage_plan *p = &r->plan;
+    p->run = r->runs;
+    int rc = stage_plan_build(p, r->dev, args, nargs, &r->err);
     if (rc == 0)
-        rc = stage_retained_reserve(&r->retained, r->dev, &r->tally, r->plan.required, &r->err);
+        rc = stage_bind_resident(p, r->dev, &r->err);
     if (rc == 0)
-        rc = stage_upload(&r->plan, r->dev, &r->retained, &r->err);
+        rc = stage_plan_layout(p, &r->err);
+    while (rc == 0) {
+        rc = stage_retained_reserve(&r->retained, r->dev, &r->tally, p->required, &r->err);
+        if (rc != HG_EDEVMEM || !stage_make_room(p, r->dev))
+            break;
+        rc = 0; /* room was made: try again */
+    }
+    if (rc == 0)
+        rc = stage_upload(p, r->dev, &r->retained, &r->err);
     return rc;
 }
 
@@ -122,6 +178,12 @@ static void fill_stats(hg_runner *r, const hg_device_counters *before, hg_run_st
     s->tasks = r->graph.ntasks;
     s->edges = r->graph.nedges;
     s->retained_bytes = r->retained.capacity;
+    const stage_residency_stats *rs = &r->plan.rstats;
+    s->resident_hits = rs->hits;
+    s->resident_bytes_skipped = rs->bytes_skipped;
+    s->stale_uploads = rs->stale_uploads;
+    s->resident_staged = rs->staged;
+    s->evictions = rs->evictions;
 }
 
 int hg_runner_run(hg_runner *r, const hg_callable *c, const hg_arg *args, uint32_t nargs,
@@ -157,6 +219,8 @@ int hg_runner_run(hg_runner *r, const hg_callable *c, const hg_arg *args, uint32
     if (rc == 0) {
         t = timer_start(r);
         rc = stage_copy_back(&r->plan, r->dev, &r->err);
+        if (rc == 0)
+            stage_publish(&r->plan); /* only now: the whole run succeeded */
         timer_stop(t, "copy back", &s.copyback_ns);
     }
     t = timer_start(r);

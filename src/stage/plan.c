@@ -2,6 +2,8 @@
  * plan.c: the bind plan.  Validates every arg with checked arithmetic,
  * classifies it, and lays out the retained-buffer slices, before any device
  * memory is touched: an impossible size fails here, allocating nothing.
+ * (Resident args are bound to their copies between build and layout, in
+ * bind.c: the ones that do not fit become slices.)
  *
  * Host-backed args that overlap in one host buffer are refused when either is
  * written: each gets its own device slice, so the aliasing the host had would
@@ -22,10 +24,13 @@ void stage_plan_init(stage_plan *p, hg_device_counters *tally)
     p->tally = tally;
 }
 
+/* The pool's device memory is freed by stage_pool_free (it needs the
+ * device); this frees the host side. */
 void stage_plan_free(stage_plan *p)
 {
     free(p->args);
     free(p->staging);
+    free(p->pool.blocks);
     stage_plan_init(p, p->tally);
 }
 
@@ -81,14 +86,17 @@ static int check_name(const hg_arg *args, uint32_t i, hg_err *e)
     return 0;
 }
 
-static int classify_host(stage_arg *sa, hg_err *e)
+/* A host-backed arg: a slice of the retained buffer, or, when declared
+ * resident and read (IN, INOUT), a copy in the residency cache. */
+static int classify_host(stage_arg *sa, hg_residency residency, bool cache, hg_err *e)
 {
     size_t size = hg_hostbuf_size(sa->tensor.host);
     if (sa->hi > size)
         return err_set(e, HG_ERANGE, "arg '%s': view ends at byte %zu, buffer has %zu", sa->name,
                        sa->hi, size);
-    sa->kind = STAGE_SLICE;
-    sa->release = RELEASE_RETAINED_SLICE;
+    const bool resident = residency == HG_RESIDENT && sa->dir != HG_OUT && cache;
+    sa->kind = resident ? STAGE_RESIDENT : STAGE_SLICE;
+    sa->release = resident ? RELEASE_RESIDENT : RELEASE_RETAINED_SLICE;
     sa->upload = sa->dir != HG_OUT;
     sa->copy_back = is_written(sa->dir);
     return 0;
@@ -116,9 +124,13 @@ static int classify_device(stage_arg *sa, hg_device *dev, hg_err *e)
 /* A zero-byte arg of any kind (a host view, a device view at address 0 as
  * hg_tensor_device makes it, or one at a live address) gets a null address
  * and no allocation; a non-empty one needs exactly one of the two buffers. */
-static int classify(stage_arg *sa, hg_device *dev, hg_err *e)
+static int classify(stage_arg *sa, const hg_arg *arg, const stage_plan *p, hg_device *dev,
+                    hg_err *e)
 {
     const hg_tensor *t = &sa->tensor;
+    if (arg->residency != HG_STAGED && arg->residency != HG_RESIDENT)
+        return err_set(e, HG_EINVAL, "arg '%s': residency %d is neither HG_STAGED nor HG_RESIDENT",
+                       sa->name, (int)arg->residency);
     if (t->host != NULL && t->device != 0)
         return err_set(e, HG_EINVAL,
                        "arg '%s': tensor has both a host buffer and a device address 0x%llx",
@@ -140,18 +152,26 @@ static int classify(stage_arg *sa, hg_device *dev, hg_err *e)
         return err_set(e, HG_EINVAL,
                        "arg '%s': a non-empty tensor needs a host buffer or a device address",
                        sa->name);
-    return t->host ? classify_host(sa, e) : classify_device(sa, dev, e);
+    return t->host ? classify_host(sa, arg->residency, p->cache != NULL, e)
+                   : classify_device(sa, dev, e);
+}
+
+/* Host-backed args have their own device memory each (slice or resident
+ * copy). */
+static bool own_device_copy(const stage_arg *a)
+{
+    return a->kind == STAGE_SLICE || a->kind == STAGE_RESIDENT;
 }
 
 static int check_aliasing(const stage_plan *p, hg_err *e)
 {
     for (uint32_t i = 0; i < p->nargs; i++) {
         const stage_arg *a = &p->args[i];
-        if (a->kind != STAGE_SLICE)
+        if (!own_device_copy(a))
             continue;
         for (uint32_t j = i + 1; j < p->nargs; j++) {
             const stage_arg *b = &p->args[j];
-            if (b->kind != STAGE_SLICE || a->tensor.host != b->tensor.host)
+            if (!own_device_copy(b) || a->tensor.host != b->tensor.host)
                 continue;
             if (!region_overlap(a->lo, a->hi, b->lo, b->hi))
                 continue;
@@ -164,7 +184,7 @@ static int check_aliasing(const stage_plan *p, hg_err *e)
     return 0;
 }
 
-static int layout_slices(stage_plan *p, hg_err *e)
+int stage_plan_layout(stage_plan *p, hg_err *e)
 {
     size_t required = 0;
     for (uint32_t i = 0; i < p->nargs; i++) {
@@ -187,6 +207,7 @@ int stage_plan_build(stage_plan *p, hg_device *dev, const hg_arg *args, uint32_t
 {
     p->nargs = p->nall = 0;
     p->required = 0;
+    memset(&p->rstats, 0, sizeof p->rstats);
     if (args == NULL && nargs != 0)
         return err_set(e, HG_EINVAL, "args: NULL with nargs %u", nargs);
     int rc = check_limits(args, nargs, e);
@@ -205,12 +226,10 @@ int stage_plan_build(stage_plan *p, hg_device *dev, const hg_arg *args, uint32_t
         if (sa->dir == HG_SCALAR)
             sa->kind = STAGE_SCALAR;
         else
-            rc = classify(sa, dev, e);
+            rc = classify(sa, &args[i], p, dev, e);
     }
     if (rc == 0)
         rc = check_aliasing(p, e);
-    if (rc == 0)
-        rc = layout_slices(p, e);
     return rc;
 }
 

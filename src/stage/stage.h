@@ -20,6 +20,7 @@
 #include "base/error.h"
 #include "graph/graph.h"
 #include "hostgraph.h"
+#include "stage/residency.h"
 
 /* Slices start at the device's allocation alignment, so a kernel sees an
  * aligned pointer at the start of every slice of the retained buffer. */
@@ -40,6 +41,7 @@ typedef enum stage_kind {
     STAGE_ZERO,        /* zero-byte tensor: null address, no allocation */
     STAGE_DEVICE_VIEW, /* user-owned device memory, passed through */
     STAGE_SLICE,       /* host-backed: a slice of the retained buffer */
+    STAGE_RESIDENT,    /* host-backed, HG_RESIDENT: a copy in the residency cache */
     STAGE_SCRATCH      /* run-owned device scratch from the orchestration */
 } stage_kind;
 
@@ -47,7 +49,8 @@ typedef enum release_kind {
     RELEASE_NONE,           /* nothing to release */
     RELEASE_USER_OWNED,     /* never freed by the runtime */
     RELEASE_RETAINED_SLICE, /* kept: the retained buffer outlives the run */
-    RELEASE_RUN_OWNED       /* freed at release */
+    RELEASE_RESIDENT,       /* kept by the residency cache */
+    RELEASE_POOLED          /* run-owned scratch: back to the runner's pool */
 } release_kind;
 
 typedef struct stage_arg {
@@ -59,16 +62,37 @@ typedef struct stage_arg {
     size_t lo, hi;         /* byte extent in its buffer */
     size_t slice_offset;   /* STAGE_SLICE: offset in the retained buffer */
     hg_devaddr dev_region; /* device address of byte lo during the run */
-    hg_devaddr owned_addr; /* RELEASE_RUN_OWNED: the allocation to free */
-    bool upload;           /* IN/INOUT slices: H2D at bind */
+    uint32_t resident;     /* STAGE_RESIDENT: its copy in the residency cache */
+    bool upload;           /* IN/INOUT slices and stale/new resident copies: H2D at bind */
     bool copy_back;        /* OUT/INOUT slices: D2H after success */
     bool back_whole;       /* copy-back: the extent in one copy (else per run) */
     size_t staging_offset; /* copy-back: where its extent lands in host staging */
 } stage_arg;
 
-/* One runner's plan, reused run after run.  Device operations made through
- * it are counted on *tally as well as on the device (device.h), so a run's
- * stats are its own even on a shared device. */
+/* Run-owned scratch, pooled across runs by size. */
+typedef struct stage_pool_block {
+    hg_devaddr addr;
+    size_t bytes;
+    bool in_use;       /* taken by the current run */
+    uint64_t last_run; /* the last run that took it */
+} stage_pool_block;
+
+typedef struct stage_pool {
+    stage_pool_block *blocks;
+    uint32_t n, cap;
+} stage_pool;
+
+/* What a run's residency did, for hg_run_stats. */
+typedef struct stage_residency_stats {
+    uint64_t hits, bytes_skipped, stale_uploads, staged, evictions;
+    uint64_t hashed_bytes; /* verify mode's work: 0 whenever it is off */
+} stage_residency_stats;
+
+/* One runner's staging state, reused run after run: the plan of the current
+ * run, and what outlives runs (host staging, the scratch pool; the residency
+ * cache is the runner's, pointed to).  Device operations made through it are
+ * counted on *tally as well as on the device (device.h), so a run's stats
+ * are its own even on a shared device. */
 typedef struct stage_plan {
     stage_arg *args;
     uint32_t nargs; /* the run's args */
@@ -78,6 +102,12 @@ typedef struct stage_plan {
     hg_device_counters *tally; /* the runner's counters; may be NULL */
     unsigned char *staging;    /* host staging for copy-back, grow-only */
     size_t staging_cap;
+    residency_cache *cache; /* the runner's; NULL: every arg is staged */
+    stage_pool pool;
+    uint64_t run;        /* the current run's number: the LRU clock */
+    bool verify;         /* hash resident args' host bytes (HG_ESTALE) */
+    bool poison_scratch; /* fill reused scratch with STAGE_POISON */
+    stage_residency_stats rstats;
 } stage_plan;
 
 /* The runner's grow-only retained device buffer. */
@@ -89,9 +119,24 @@ typedef struct stage_retained {
 void stage_plan_init(stage_plan *p, hg_device_counters *tally);
 void stage_plan_free(stage_plan *p);
 
-/* Validates and classifies the args; computes slice offsets and `required`.
- * Allocates nothing on the device. */
+/* Validates and classifies the args (HG_RESIDENT IN/INOUT host args become
+ * STAGE_RESIDENT).  Allocates nothing on the device. */
 int stage_plan_build(stage_plan *p, hg_device *dev, const hg_arg *args, uint32_t nargs, hg_err *e);
+
+/* Binds the resident args to copies in the cache (bind.c): a current copy
+ * at the generation sampled now is a hit (no upload); otherwise the copy is
+ * uploaded (stale or new).  A copy that does not fit the budget or the
+ * device makes its arg a slice for this run.  Every copy this run will write
+ * (an upload, or INOUT) is invalidated here, before anything writes it.
+ * HG_ESTALE in verify mode when a hit's host bytes changed behind the API. */
+int stage_bind_resident(stage_plan *p, hg_device *dev, hg_err *e);
+
+/* Lays out the slices in the retained buffer: offsets and `required`. */
+int stage_plan_layout(stage_plan *p, hg_err *e);
+
+/* After a fully successful run: records every resident copy of the run as
+ * current at its host buffer's generation (and its hash in verify mode). */
+void stage_publish(stage_plan *p);
 
 /* Grows the retained buffer to hold `required` bytes (free old, allocate new;
  * never shrinks).  Growth is geometric, at least doubling the capacity
@@ -124,8 +169,20 @@ int stage_resolve(const stage_plan *p, const hg_task_arg *ta, graph_targ *out, h
  * copy per contiguous run, whichever STAGE_COPY_COST_BYTES says is cheaper. */
 int stage_copy_back(stage_plan *p, hg_device *dev, hg_err *e);
 
-/* Frees run-owned memory, leaves retained and user-owned memory alone, and
+/* Returns run-owned scratch to the pool (freeing pooled blocks this run did
+ * not use), leaves retained, resident and user-owned memory alone, and
  * empties the plan. */
 void stage_release(stage_plan *p, hg_device *dev);
+
+/* Frees every pooled scratch block not taken by the current run; true if it
+ * freed any.  For when the device runs short. */
+bool stage_pool_trim(stage_plan *p, hg_device *dev);
+/* Frees the whole pool (runner close). */
+void stage_pool_free(stage_plan *p, hg_device *dev);
+
+/* Makes device room for the current run: frees unused pooled scratch, else
+ * evicts one resident copy the run does not use.  False when nothing is left
+ * to give back. */
+bool stage_make_room(stage_plan *p, hg_device *dev);
 
 #endif

@@ -6,7 +6,8 @@
  * so a failed growth leaves the runner with no buffer rather than a stale
  * capacity.
  *
- * Upload copies IN/INOUT slices and fills pure OUT slices with STAGE_POISON
+ * Upload copies IN/INOUT slices and the resident copies bind.c found stale
+ * or new (a hit is not touched), and fills pure OUT slices with STAGE_POISON
  * on the device: bytes no task writes must not hand the host whatever an
  * earlier run left in the retained buffer (another arg's data).
  *
@@ -83,9 +84,12 @@ int stage_upload(stage_plan *p, hg_device *dev, const stage_retained *r, hg_err 
 {
     for (uint32_t i = 0; i < p->nargs; i++) {
         stage_arg *sa = &p->args[i];
-        if (sa->kind != STAGE_SLICE)
+        if (sa->kind == STAGE_RESIDENT && !sa->upload)
+            continue; /* a hit: current on the device */
+        if (sa->kind != STAGE_SLICE && sa->kind != STAGE_RESIDENT)
             continue;
-        sa->dev_region = r->addr + sa->slice_offset;
+        if (sa->kind == STAGE_SLICE)
+            sa->dev_region = r->addr + sa->slice_offset;
         const size_t bytes = sa->hi - sa->lo;
         int rc = sa->upload
                      ? device_copy_to(dev, sa->dev_region, host_bytes(sa) + sa->lo, bytes, p->tally)
@@ -98,67 +102,13 @@ int stage_upload(stage_plan *p, hg_device *dev, const stage_retained *r, hg_err 
     return 0;
 }
 
-static int plan_grow(stage_plan *p, hg_err *e)
-{
-    if (p->nall < p->cap)
-        return 0;
-    uint32_t cap = p->cap ? p->cap * 2 : 16;
-    stage_arg *grown = realloc(p->args, (size_t)cap * sizeof *grown);
-    if (grown == NULL)
-        return err_set(e, HG_ENOMEM, "scratch: cannot grow the plan");
-    p->args = grown;
-    p->cap = cap;
-    return 0;
-}
-
-int stage_add_scratch(stage_plan *p, hg_device *dev, const char *name, hg_dtype dtype,
-                      uint32_t ndims, const size_t *shape, uint32_t *index, hg_tensor *view,
-                      hg_err *e)
-{
-    const char *label = name ? name : "scratch";
-    hg_tensor t;
-    /* A placeholder address lets the dense-view constructor check the shape. */
-    int rc = hg_tensor_device(&t, 1, dtype, ndims, shape);
-    size_t bytes = 0;
-    if (rc == 0)
-        rc = hg_tensor_nbytes(&t, &bytes);
-    if (rc != 0)
-        return err_set(e, rc, "scratch '%s': bad shape: %s", label, hg_strerror(rc));
-    if (p->nall - p->nargs >= HG_MAX_TENSOR_ARGS)
-        return err_set(e, HG_ELIMIT, "scratch '%s': more than %d scratch tensors in one run", label,
-                       HG_MAX_TENSOR_ARGS);
-    rc = plan_grow(p, e);
-    if (rc != 0)
-        return rc;
-    stage_arg *sa = &p->args[p->nall];
-    memset(sa, 0, sizeof *sa);
-    sa->name = label;
-    sa->dir = HG_INOUT;
-    if (bytes == 0) {
-        t.device = 0;
-        sa->kind = STAGE_ZERO;
-    } else {
-        hg_devaddr addr;
-        rc = device_malloc(dev, bytes, &addr, p->tally);
-        if (rc != 0)
-            return err_set(e, rc, "scratch '%s': cannot allocate %zu device bytes: %s", label,
-                           bytes, hg_strerror(rc));
-        t.device = addr;
-        sa->kind = STAGE_SCRATCH;
-        sa->release = RELEASE_RUN_OWNED;
-        sa->owned_addr = addr;
-        sa->dev_region = addr;
-        sa->hi = bytes;
-    }
-    /* A zero-byte scratch has no address; tasks match it by that. */
-    sa->tensor = t;
-    *index = p->nall++;
-    if (view)
-        *view = t;
-    return 0;
-}
-
 /* ------------------------------------------------------------ copy back */
+
+/* OUT and INOUT args with device memory of their own come back. */
+static bool backs(const stage_arg *sa)
+{
+    return (sa->kind == STAGE_SLICE || sa->kind == STAGE_RESIDENT) && sa->copy_back;
+}
 
 typedef struct run_count {
     size_t runs, bytes;
@@ -180,7 +130,7 @@ static int copy_back_plan(stage_plan *p, hg_err *e)
     size_t total = 0;
     for (uint32_t i = 0; i < p->nargs; i++) {
         stage_arg *sa = &p->args[i];
-        if (sa->kind != STAGE_SLICE || !sa->copy_back)
+        if (!backs(sa))
             continue;
         const size_t extent = sa->hi - sa->lo;
         sa->back_whole = true;
@@ -246,7 +196,7 @@ int stage_copy_back(stage_plan *p, hg_device *dev, hg_err *e)
     /* Phase 1: every D2H into staging.  Nothing on the host has changed. */
     for (uint32_t i = 0; rc == 0 && i < p->nargs; i++) {
         const stage_arg *sa = &p->args[i];
-        if (sa->kind != STAGE_SLICE || !sa->copy_back)
+        if (!backs(sa))
             continue;
         back_ctx c = back_ctx_of(p, dev, sa);
         rc = sa->back_whole ? back_fetch_run(&c, sa->lo, sa->hi - sa->lo)
@@ -261,7 +211,7 @@ int stage_copy_back(stage_plan *p, hg_device *dev, hg_err *e)
      * reach the host, and the generation moves on. */
     for (uint32_t i = 0; i < p->nargs; i++) {
         const stage_arg *sa = &p->args[i];
-        if (sa->kind != STAGE_SLICE || !sa->copy_back)
+        if (!backs(sa))
             continue;
         back_ctx c = back_ctx_of(p, dev, sa);
         if (hg_tensor_is_dense(&sa->tensor))
@@ -271,17 +221,4 @@ int stage_copy_back(stage_plan *p, hg_device *dev, hg_err *e)
         hg_hostbuf_mark_written(sa->tensor.host, sa->lo, sa->hi - sa->lo);
     }
     return 0;
-}
-
-void stage_release(stage_plan *p, hg_device *dev)
-{
-    for (uint32_t i = 0; i < p->nall; i++) {
-        stage_arg *sa = &p->args[i];
-        if (sa->release == RELEASE_RUN_OWNED) {
-            device_free(dev, sa->owned_addr, p->tally);
-            sa->owned_addr = 0;
-            sa->release = RELEASE_NONE;
-        }
-    }
-    p->nall = p->nargs;
 }

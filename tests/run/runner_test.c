@@ -117,8 +117,8 @@ static int fixture_open(fixture *f, const char *spec, hg_dir out_dir)
         in[i] = (float)i;
         out[i] = 1000.0f;
     }
-    f->args[0] = (hg_arg){"in", HG_IN, {0}, 0};
-    f->args[1] = (hg_arg){"out", out_dir, {0}, 0};
+    f->args[0] = (hg_arg){"in", HG_IN, {0}, 0, HG_STAGED};
+    f->args[1] = (hg_arg){"out", out_dir, {0}, 0, HG_STAGED};
     hg_tensor_host(&f->args[0].tensor, f->in, HG_F32, 1, shape);
     hg_tensor_host(&f->args[1].tensor, f->out, HG_F32, 1, shape);
     return 0;
@@ -178,8 +178,8 @@ TEST(inout_accumulates_through_scratch_each_run)
     ASSERT_UEQ(s.h2d_bytes, 2 * N * 4); /* IN and INOUT */
     ASSERT_UEQ(s.d2h_bytes, N * 4);
     ASSERT_UEQ(s.edges, 1);         /* the add waits for the product */
-    ASSERT_UEQ(s.device_allocs, 1); /* second run: only the scratch */
-    ASSERT_UEQ(live_bytes(f.dev), hg_runner_retained_capacity(f.runner));
+    ASSERT_UEQ(s.device_allocs, 0); /* second run: retained buffer and pooled scratch reused */
+    ASSERT_UEQ(live_bytes(f.dev), hg_runner_device_bytes(f.runner));
     fixture_close(&f);
 }
 
@@ -331,7 +331,7 @@ TEST(kernel_failure_copies_nothing_back_and_runner_stays_usable)
     ASSERT_STR_CONTAINS(hg_runner_errmsg(f.runner), "fail");
     ASSERT_UEQ(s.d2h_bytes, 0);
     ASSERT(((const float *)hg_hostbuf_data(f.out))[5] == 1000.0f);
-    ASSERT_UEQ(live_bytes(f.dev), hg_runner_retained_capacity(f.runner)); /* scratch freed */
+    ASSERT_UEQ(live_bytes(f.dev), hg_runner_device_bytes(f.runner)); /* nothing leaked */
     hg_callable good = {"scratch", orch_scratch, NULL};
     ASSERT_OK(hg_runner_run(f.runner, &good, f.args, 2, &s));
     ASSERT(((const float *)hg_hostbuf_data(f.out))[5] == 1010.0f);

@@ -69,7 +69,9 @@ static void *worker_main(void *arg)
         snprintf(w->why, sizeof w->why, "setup failed");
         goto done;
     }
-    hg_arg args[3] = {{"in", HG_IN, {0}, 0}, {"out", HG_OUT, {0}, 0}, {"k", HG_SCALAR, {0}, 0}};
+    hg_arg args[3] = {{"in", HG_IN, {0}, 0, HG_STAGED},
+                      {"out", HG_OUT, {0}, 0, HG_STAGED},
+                      {"k", HG_SCALAR, {0}, 0, HG_STAGED}};
     hg_tensor_host(&args[0].tensor, in, HG_I32, 1, &w->n);
     hg_tensor_host(&args[1].tensor, out, HG_I32, 1, &w->n);
     args[2].scalar = w->index;

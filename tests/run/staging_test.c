@@ -88,7 +88,7 @@ static int six_make(six *s)
         float *p = hg_hostbuf_data(s->buf[i]);
         for (int k = 0; k < ROWS * COLS; k++)
             p[k] = (float)(1000 * i + k % 7);
-        s->args[i] = (hg_arg){names[i], dirs[i], {0}, 0};
+        s->args[i] = (hg_arg){names[i], dirs[i], {0}, 0, HG_STAGED};
         if (hg_tensor_host(&s->args[i].tensor, s->buf[i], HG_F32, 2, shape) != 0)
             return -1;
     }
@@ -234,7 +234,7 @@ TEST(strided_inout_of_a_million_elements_is_one_copy)
     ASSERT_OK(hg_hostbuf_create(4, &in));
     ASSERT_OK(hg_hostbuf_create((2u << 20) * sizeof(float), &io));
     size_t one = 1, n = 1u << 20;
-    hg_arg args[2] = {{"in", HG_IN, {0}, 0}, {"io", HG_INOUT, {0}, 0}};
+    hg_arg args[2] = {{"in", HG_IN, {0}, 0, HG_STAGED}, {"io", HG_INOUT, {0}, 0, HG_STAGED}};
     ASSERT_OK(hg_tensor_host(&args[0].tensor, in, HG_F32, 1, &one));
     ASSERT_OK(hg_tensor_host(&args[1].tensor, io, HG_F32, 1, &n));
     args[1].tensor.strides[0] = 2;
@@ -284,7 +284,7 @@ TEST(unwritten_out_bytes_never_carry_another_args_data)
     memset(hg_hostbuf_data(secret), 0x11, BYTES);
     ASSERT_OK(hg_hostbuf_mark_written(secret, 0, BYTES));
     size_t n = BYTES;
-    hg_arg a = {"secret", HG_IN, {0}, 0}, b = {"out", HG_OUT, {0}, 0};
+    hg_arg a = {"secret", HG_IN, {0}, 0, HG_STAGED}, b = {"out", HG_OUT, {0}, 0, HG_STAGED};
     ASSERT_OK(hg_tensor_host(&a.tensor, secret, HG_U8, 1, &n));
     ASSERT_OK(hg_tensor_host(&b.tensor, out, HG_U8, 1, &n));
     hg_callable c = {"read_only", orch_read_only, NULL};
@@ -329,7 +329,7 @@ TEST(zero_byte_device_view_is_an_arg_with_no_address)
     ASSERT_OK(hg_runner_open(dev, &r));
     size_t shape[2] = {0, 16};
     for (int dir = HG_IN; dir <= HG_INOUT; dir++) {
-        hg_arg a = {"empty", (hg_dir)dir, {0}, 0};
+        hg_arg a = {"empty", (hg_dir)dir, {0}, 0, HG_STAGED};
         ASSERT_OK(hg_tensor_device(&a.tensor, 0, HG_F32, 2, shape));
         hg_callable c = {"one", orch_one, (void *)&K_NULL};
         hg_run_stats st;
@@ -340,7 +340,7 @@ TEST(zero_byte_device_view_is_an_arg_with_no_address)
     }
     /* A non-empty view (made by hand: hg_tensor_device refuses it) still
      * needs a buffer. */
-    hg_arg bad = {"nowhere", HG_IN, {0}, 0};
+    hg_arg bad = {"nowhere", HG_IN, {0}, 0, HG_STAGED};
     ASSERT_OK(hg_tensor_device(&bad.tensor, 0, HG_F32, 2, shape));
     bad.tensor.shape[0] = 4;
     hg_callable c = {"one", orch_one, (void *)&K_NULL};
@@ -386,7 +386,7 @@ TEST(every_slice_reaches_the_kernel_device_aligned)
     static const char *const names[5] = {"a", "b", "c", "d", "e"};
     for (int i = 0; i < 5; i++) {
         ASSERT_OK(hg_hostbuf_create(sizes[i], &hb[i]));
-        args[i] = (hg_arg){names[i], i % 2 ? HG_OUT : HG_IN, {0}, 0};
+        args[i] = (hg_arg){names[i], i % 2 ? HG_OUT : HG_IN, {0}, 0, HG_STAGED};
         ASSERT_OK(hg_tensor_host(&args[i].tensor, hb[i], HG_U8, 1, &sizes[i]));
     }
     hg_callable c = {"pointers", orch_pointers, NULL};
@@ -416,7 +416,7 @@ TEST(growing_arg_makes_logarithmically_many_allocations)
     uint64_t allocs = 0;
     for (size_t run = 1; run <= RUNS; run++) {
         size_t n = run * STEP;
-        hg_arg a = {"kv", HG_IN, {0}, 0};
+        hg_arg a = {"kv", HG_IN, {0}, 0, HG_STAGED};
         ASSERT_OK(hg_tensor_host(&a.tensor, hb, HG_U8, 1, &n));
         hg_run_stats st;
         ASSERT_OK(hg_runner_run(r, &c, &a, 1, &st));
@@ -454,7 +454,7 @@ TEST(first_orchestration_failure_keeps_code_and_message)
     hg_hostbuf *hb;
     ASSERT_OK(hg_hostbuf_create(16, &hb));
     size_t n = 16;
-    hg_arg a = {"x", HG_IN, {0}, 0};
+    hg_arg a = {"x", HG_IN, {0}, 0, HG_STAGED};
     ASSERT_OK(hg_tensor_host(&a.tensor, hb, HG_U8, 1, &n));
     hg_callable c = {"failing", orch_fail_then_bad_submit, NULL};
     ASSERT_EQ(hg_runner_run(r, &c, &a, 1, NULL), HG_ERANGE);
@@ -481,7 +481,7 @@ TEST(unnamed_kernel_failure_is_reported)
     hg_hostbuf *hb;
     ASSERT_OK(hg_hostbuf_create(16, &hb));
     size_t n = 16;
-    hg_arg a = {"x", HG_IN, {0}, 0};
+    hg_arg a = {"x", HG_IN, {0}, 0, HG_STAGED};
     ASSERT_OK(hg_tensor_host(&a.tensor, hb, HG_U8, 1, &n));
     hg_callable c = {"one", orch_one, (void *)&K_UNNAMED};
     hg_trace *t;

@@ -28,9 +28,17 @@ static uint64_t allocs(hg_device *dev)
     return c.allocs;
 }
 
+/* What bind does before allocating: classify, then lay out the slices. */
+static int build_and_layout(stage_plan *p, hg_device *dev, const hg_arg *args, uint32_t n,
+                            hg_err *e)
+{
+    int rc = stage_plan_build(p, dev, args, n, e);
+    return rc != 0 ? rc : stage_plan_layout(p, e);
+}
+
 static hg_arg u8_arg(const char *name, hg_dir dir, hg_hostbuf *hb, size_t n)
 {
-    hg_arg a = {name, dir, {0}, 0};
+    hg_arg a = {name, dir, {0}, 0, HG_STAGED};
     size_t shape[1] = {n};
     hg_tensor_host(&a.tensor, hb, HG_U8, 1, shape);
     return a;
@@ -49,7 +57,7 @@ TEST(slices_are_1024_aligned_and_sized_exactly)
     stage_plan p;
     stage_plan_init(&p, NULL);
     hg_err e;
-    ASSERT_OK(stage_plan_build(&p, dev, args, 3, &e));
+    ASSERT_OK(build_and_layout(&p, dev, args, 3, &e));
     ASSERT_UEQ(p.args[0].slice_offset, 0);
     ASSERT_UEQ(p.args[1].slice_offset, 1024);
     ASSERT_UEQ(p.args[2].slice_offset, 3072);
@@ -146,19 +154,19 @@ TEST(impossible_sizes_fail_before_any_allocation)
     hg_arg two[2] = {u8_arg("x", HG_IN, huge, SIZE_MAX / 2 + 1), u8_arg("y", HG_IN, huge, 0)};
     two[1].tensor.offset = SIZE_MAX / 2 + 1;
     two[1].tensor.shape[0] = SIZE_MAX / 2 - 1;
-    ASSERT_EQ(stage_plan_build(&p, dev, two, 2, &e), HG_EOVERFLOW);
+    ASSERT_EQ(build_and_layout(&p, dev, two, 2, &e), HG_EOVERFLOW);
     ASSERT_STR_CONTAINS(e.msg, "arg 'y'");
 
     /* One slice whose 1024-byte alignment overflows. */
     hg_arg one = u8_arg("z", HG_IN, huge, SIZE_MAX - 10);
-    ASSERT_EQ(stage_plan_build(&p, dev, &one, 1, &e), HG_EOVERFLOW);
+    ASSERT_EQ(build_and_layout(&p, dev, &one, 1, &e), HG_EOVERFLOW);
     ASSERT_STR_CONTAINS(e.msg, "arg 'z'");
 
     /* A shape whose byte extent overflows. */
     hg_arg wide = u8_arg("w", HG_IN, huge, 1);
     wide.tensor.dtype = HG_F32;
     wide.tensor.shape[0] = SIZE_MAX / 2;
-    ASSERT_EQ(stage_plan_build(&p, dev, &wide, 1, &e), HG_EOVERFLOW);
+    ASSERT_EQ(build_and_layout(&p, dev, &wide, 1, &e), HG_EOVERFLOW);
 
     ASSERT_UEQ(allocs(dev), 0);
     stage_plan_free(&p);
@@ -179,31 +187,31 @@ TEST(bad_args_get_named_errors)
     /* hg_tensor_host refuses such a view; a hand-made one still gets here. */
     hg_arg past = u8_arg("k_cache", HG_IN, hb, 100);
     past.tensor.shape[0] = 101;
-    ASSERT_EQ(stage_plan_build(&p, dev, &past, 1, &e), HG_ERANGE);
+    ASSERT_EQ(build_and_layout(&p, dev, &past, 1, &e), HG_ERANGE);
     ASSERT_STR_CONTAINS(e.msg, "arg 'k_cache': view ends at byte 101, buffer has 100");
 
     hg_arg noname = u8_arg("", HG_IN, hb, 1);
-    ASSERT_EQ(stage_plan_build(&p, dev, &noname, 1, &e), HG_EINVAL);
+    ASSERT_EQ(build_and_layout(&p, dev, &noname, 1, &e), HG_EINVAL);
 
     hg_arg dup[2] = {u8_arg("a", HG_IN, hb, 1), u8_arg("a", HG_IN, hb, 1)};
-    ASSERT_EQ(stage_plan_build(&p, dev, dup, 2, &e), HG_EINVAL);
+    ASSERT_EQ(build_and_layout(&p, dev, dup, 2, &e), HG_EINVAL);
     ASSERT_STR_CONTAINS(e.msg, "'a'");
 
     hg_arg both = u8_arg("both", HG_IN, hb, 1);
     both.tensor.device = 0x1000;
-    ASSERT_EQ(stage_plan_build(&p, dev, &both, 1, &e), HG_EINVAL);
+    ASSERT_EQ(build_and_layout(&p, dev, &both, 1, &e), HG_EINVAL);
     ASSERT_STR_CONTAINS(e.msg, "arg 'both'");
 
     hg_arg alias[2] = {u8_arg("in", HG_IN, hb, 50), u8_arg("out", HG_OUT, hb, 10)};
-    ASSERT_EQ(stage_plan_build(&p, dev, alias, 2, &e), HG_EINVAL);
+    ASSERT_EQ(build_and_layout(&p, dev, alias, 2, &e), HG_EINVAL);
     ASSERT_STR_CONTAINS(e.msg, "'in' and 'out' overlap");
     alias[1].dir = HG_IN; /* two readers of one buffer are fine */
-    ASSERT_OK(stage_plan_build(&p, dev, alias, 2, &e));
+    ASSERT_OK(build_and_layout(&p, dev, alias, 2, &e));
 
-    hg_arg dangling = {"dangling", HG_IN, {0}, 0};
+    hg_arg dangling = {"dangling", HG_IN, {0}, 0, HG_STAGED};
     size_t shape[1] = {4};
     ASSERT_OK(hg_tensor_device(&dangling.tensor, 0xD0000000DEAD0000ull, HG_F32, 1, shape));
-    ASSERT_EQ(stage_plan_build(&p, dev, &dangling, 1, &e), HG_ERANGE);
+    ASSERT_EQ(build_and_layout(&p, dev, &dangling, 1, &e), HG_ERANGE);
     ASSERT_STR_CONTAINS(e.msg, "arg 'dangling'");
 
     stage_plan_free(&p);
@@ -226,16 +234,16 @@ TEST(arg_limits_are_enforced_with_a_named_error)
     stage_plan p;
     stage_plan_init(&p, NULL);
     hg_err e;
-    ASSERT_OK(stage_plan_build(&p, dev, args, HG_MAX_SCALAR_ARGS, &e));
-    ASSERT_EQ(stage_plan_build(&p, dev, args, HG_MAX_SCALAR_ARGS + 1, &e), HG_ELIMIT);
+    ASSERT_OK(build_and_layout(&p, dev, args, HG_MAX_SCALAR_ARGS, &e));
+    ASSERT_EQ(build_and_layout(&p, dev, args, HG_MAX_SCALAR_ARGS + 1, &e), HG_ELIMIT);
     ASSERT_STR_CONTAINS(e.msg, "scalar");
 
     hg_hostbuf *hb;
     ASSERT_OK(hg_hostbuf_create(8, &hb));
     for (int i = 0; i < N; i++)
         args[i] = u8_arg(names[i], HG_IN, hb, 8);
-    ASSERT_OK(stage_plan_build(&p, dev, args, HG_MAX_TENSOR_ARGS, &e));
-    ASSERT_EQ(stage_plan_build(&p, dev, args, N, &e), HG_ELIMIT);
+    ASSERT_OK(build_and_layout(&p, dev, args, HG_MAX_TENSOR_ARGS, &e));
+    ASSERT_EQ(build_and_layout(&p, dev, args, N, &e), HG_ELIMIT);
     ASSERT_STR_CONTAINS(e.msg, "tensor");
     stage_plan_free(&p);
     hg_hostbuf_destroy(hb);
@@ -253,8 +261,8 @@ TEST(release_frees_run_owned_memory_only)
     ASSERT_OK(hg_devbuf_malloc(dev, 256, &user));
     hg_arg args[4] = {u8_arg("host", HG_IN, hb, 64),
                       u8_arg("zero", HG_IN, empty, 0),
-                      {"dev", HG_IN, {0}, 0},
-                      {"scalar", HG_SCALAR, {0}, 7}};
+                      {"dev", HG_IN, {0}, 0, HG_STAGED},
+                      {"scalar", HG_SCALAR, {0}, 7, HG_STAGED}};
     size_t shape[1] = {256};
     ASSERT_OK(hg_tensor_device(&args[2].tensor, user, HG_U8, 1, shape));
 
@@ -262,7 +270,7 @@ TEST(release_frees_run_owned_memory_only)
     stage_plan_init(&p, NULL);
     stage_retained r = {0, 0};
     hg_err e;
-    ASSERT_OK(stage_plan_build(&p, dev, args, 4, &e));
+    ASSERT_OK(build_and_layout(&p, dev, args, 4, &e));
     ASSERT_EQ(p.args[0].kind, STAGE_SLICE);
     ASSERT_EQ(p.args[1].kind, STAGE_ZERO);
     ASSERT_EQ(p.args[1].release, RELEASE_NONE);
@@ -279,12 +287,17 @@ TEST(release_frees_run_owned_memory_only)
     size_t sshape[2] = {4, 4};
     ASSERT_OK(stage_add_scratch(&p, dev, "tmp", HG_F32, 2, sshape, &idx, &view, &e));
     ASSERT_EQ(idx, 4);
-    ASSERT_EQ(p.args[idx].release, RELEASE_RUN_OWNED);
+    ASSERT_EQ(p.args[idx].release, RELEASE_POOLED);
     ASSERT_UEQ(live_bytes(dev), 3 * HG_DEVICE_ALIGN); /* user, retained, scratch */
 
+    /* The scratch this run took goes back to the pool, kept for the next run */
+    stage_release(&p, dev);
+    ASSERT_UEQ(live_bytes(dev), 3 * HG_DEVICE_ALIGN);
+    ASSERT_EQ(p.nall, 4);
+    /* a run that does not take it frees it */
+    p.run++;
     stage_release(&p, dev);
     ASSERT_UEQ(live_bytes(dev), 2 * HG_DEVICE_ALIGN); /* user-owned and retained stay */
-    ASSERT_EQ(p.nall, 4);
     stage_retained_free(&r, dev, NULL);
     ASSERT_OK(hg_devbuf_free(dev, user)); /* still the user's to free */
     ASSERT_UEQ(live_bytes(dev), 0);

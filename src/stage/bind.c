@@ -1,0 +1,114 @@
+/*
+ * bind.c: the resident half of bind, and publish.
+ *
+ * Freshness, exactly (DESIGN.md): a resident arg reuses its copy only when
+ * the copy is current and was published for this host buffer id and byte
+ * extent at the generation the buffer has now, at this run's bind.  Anything
+ * else uploads: a copy that exists but is not current counts as a stale
+ * upload, a new copy as a first upload.  Every copy the run will write (an
+ * upload, or an INOUT arg that the graph may write) is marked not current
+ * here, before any byte of it changes; stage_publish marks the run's copies
+ * current only after the whole run succeeded.  So a failure anywhere leaves
+ * no copy that looks fresh and is not.
+ *
+ * Verify mode: a copy published with the hash of its host bytes is reused
+ * only if the host bytes still hash the same; a mismatch is HG_ESTALE, a
+ * write that bypassed the API.  A copy published without a hash (verify was
+ * off) cannot be checked, so verify mode uploads it again.
+ */
+#include "device/device.h"
+#include "stage/stage.h"
+
+static int bind_one(stage_plan *p, hg_device *dev, stage_arg *sa, hg_err *e)
+{
+    residency_cache *c = p->cache;
+    const uint64_t id = hg_hostbuf_id(sa->tensor.host);
+    const uint64_t gen = hg_hostbuf_generation(sa->tensor.host); /* sampled at bind */
+    const size_t bytes = sa->hi - sa->lo;
+    uint32_t i = residency_find(c, id, sa->lo, sa->hi);
+    if (i == RESIDENCY_NONE) {
+        int rc =
+            residency_add(c, dev, p->tally, id, sa->lo, sa->hi, p->run, &i, &p->rstats.evictions);
+        if (rc == HG_EDEVMEM) { /* no room: staged for this run, not an error */
+            sa->kind = STAGE_SLICE;
+            sa->release = RELEASE_RETAINED_SLICE;
+            p->rstats.staged++;
+            return 0;
+        }
+        if (rc != 0)
+            return err_set(e, rc, "arg '%s': cannot add a resident copy: %s", sa->name,
+                           hg_strerror(rc));
+        sa->upload = true;
+    } else {
+        resident_copy *r = &c->copies[i];
+        bool fresh = r->current && r->generation == gen;
+        if (fresh && p->verify) {
+            p->rstats.hashed_bytes += r->hashed ? bytes : 0;
+            if (r->hashed && residency_hash((const char *)hg_hostbuf_data(sa->tensor.host) + sa->lo,
+                                            bytes) != r->hash)
+                return err_set(e, HG_ESTALE,
+                               "arg '%s': host buffer %llu changed without a write through the "
+                               "API since generation %llu (verify mode): its resident copy is "
+                               "stale",
+                               sa->name, (unsigned long long)id, (unsigned long long)gen);
+            fresh = r->hashed;
+        }
+        sa->upload = !fresh;
+        if (fresh) {
+            p->rstats.hits++;
+            p->rstats.bytes_skipped += bytes;
+        } else {
+            p->rstats.stale_uploads++;
+        }
+    }
+    resident_copy *r = &c->copies[i];
+    r->last_run = p->run;
+    if (sa->upload || sa->dir == HG_INOUT)
+        r->current = false; /* invalidate before anything writes it */
+    sa->resident = i;
+    sa->dev_region = r->addr;
+    return 0;
+}
+
+int stage_bind_resident(stage_plan *p, hg_device *dev, hg_err *e)
+{
+    /* Mark every resident arg's copy as used by this run first, so binding
+     * one arg never evicts another arg's copy of the same run. */
+    for (uint32_t i = 0; i < p->nargs; i++) {
+        stage_arg *sa = &p->args[i];
+        if (sa->kind != STAGE_RESIDENT)
+            continue;
+        uint32_t k = residency_find(p->cache, hg_hostbuf_id(sa->tensor.host), sa->lo, sa->hi);
+        if (k != RESIDENCY_NONE)
+            p->cache->copies[k].last_run = p->run;
+    }
+    for (uint32_t i = 0; i < p->nargs; i++) {
+        stage_arg *sa = &p->args[i];
+        if (sa->kind != STAGE_RESIDENT)
+            continue;
+        int rc = bind_one(p, dev, sa, e);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+void stage_publish(stage_plan *p)
+{
+    for (uint32_t i = 0; i < p->nargs; i++) {
+        const stage_arg *sa = &p->args[i];
+        if (sa->kind != STAGE_RESIDENT)
+            continue;
+        resident_copy *r = &p->cache->copies[sa->resident];
+        /* After copy-back: an INOUT's host bytes equal its device copy at the
+         * generation copy-back just gave it. */
+        r->generation = hg_hostbuf_generation(sa->tensor.host);
+        r->current = true;
+        r->hashed = p->verify;
+        if (p->verify) {
+            p->rstats.hashed_bytes += sa->hi - sa->lo;
+            r->hash = residency_hash((const char *)hg_hostbuf_data(sa->tensor.host) + sa->lo,
+                                     sa->hi - sa->lo);
+        }
+    }
+}
