@@ -125,6 +125,17 @@ int hg_hostbuf_mark_written(hg_hostbuf *hb, size_t offset, size_t bytes);
 /* The byte range of the most recent write, [*lo, *hi). */
 void hg_hostbuf_last_write(const hg_hostbuf *hb, size_t *lo, size_t *hi);
 
+/* A byte range [lo, hi). */
+typedef struct hg_range {
+    size_t lo, hi;
+} hg_range;
+
+/* How many of its latest written ranges a host buffer remembers.  A resident
+ * copy published at generation g uploads only the ranges written since g
+ * (merged, within its extent) while the log reaches back to g, and its whole
+ * extent once it does not. */
+#define HG_HOSTBUF_LOG 256
+
 /* ------------------------------------------------------------------ device */
 
 typedef struct hg_device hg_device;
@@ -178,11 +189,13 @@ uint32_t hg_device_num_cores(const hg_device *dev);
 hg_core_type hg_device_core_type(const hg_device *dev, uint32_t core);
 
 typedef struct hg_device_counters {
-    uint64_t h2d_bytes, d2h_bytes;   /* bytes copied each way */
-    uint64_t h2d_copies, d2h_copies; /* copy calls each way */
-    uint64_t allocs, frees;          /* successful allocations and frees */
-    uint64_t live_bytes, peak_bytes; /* device bytes held now, and at most: each
-                                        allocation rounded up to HG_DEVICE_ALIGN */
+    uint64_t h2d_bytes, d2h_bytes;     /* bytes copied each way */
+    uint64_t h2d_copies, d2h_copies;   /* contiguous ranges copied each way */
+    uint64_t allocs, frees;            /* successful allocations and frees */
+    uint64_t live_bytes, peak_bytes;   /* device bytes held now, and at most: each
+                                          allocation rounded up to HG_DEVICE_ALIGN */
+    uint64_t h2d_batches, d2h_batches; /* device copy calls each way: the runtime
+                                          moves many ranges in one batched call */
 } hg_device_counters;
 
 /* Device-wide counters: every runner's and user's operations together. */
@@ -190,8 +203,9 @@ void hg_device_counters_get(const hg_device *dev, hg_device_counters *out);
 
 typedef enum hg_fault { HG_FAULT_ALLOC, HG_FAULT_COPY } hg_fault;
 /* Makes the k-th next operation of that kind fail (k = 1: the very next one),
- * once.  k = 0 disarms.  Counts every allocation / copy of the device, the
- * runtime's and the user's alike. */
+ * once.  k = 0 disarms.  Counts every allocation / copied range of the
+ * device, the runtime's and the user's alike: a fault can land inside a
+ * batched copy, whose earlier ranges are then done. */
 int hg_device_inject_fault(hg_device *dev, hg_fault kind, uint64_t k);
 
 /* User-owned device memory.  The runtime never frees it. */
@@ -418,17 +432,21 @@ typedef struct hg_runner hg_runner;
 typedef struct hg_run_stats {
     uint64_t wall_ns; /* the whole run */
     uint64_t bind_ns, orch_ns, exec_ns, copyback_ns, release_ns;
-    uint64_t h2d_bytes, d2h_bytes;   /* bytes this run copied */
-    uint64_t h2d_copies, d2h_copies; /* copy calls this run made */
-    uint64_t device_allocs;          /* device allocations this run made */
-    uint32_t tasks, edges;           /* graph size */
-    size_t retained_bytes;           /* retained buffer capacity after the run */
+    uint64_t h2d_bytes, d2h_bytes;     /* bytes this run copied */
+    uint64_t h2d_copies, d2h_copies;   /* contiguous ranges this run copied */
+    uint64_t h2d_batches, d2h_batches; /* device copy calls (each moves many ranges) */
+    uint64_t device_allocs;            /* device allocations this run made */
+    uint32_t tasks, edges;             /* graph size */
+    size_t retained_bytes;             /* retained buffer capacity after the run */
     /* Residency (HG_RESIDENT args): */
     uint64_t resident_hits;          /* args reused without a copy */
     uint64_t resident_bytes_skipped; /* the bytes those hits did not upload */
     uint64_t stale_uploads;          /* resident copies uploaded again: the host changed them */
     uint64_t resident_staged;        /* resident args staged this run for lack of room */
     uint64_t evictions;              /* resident copies this run evicted */
+    /* Bytes that did not cross: */
+    uint64_t h2d_bytes_skipped; /* of resident args, because the host did not change them */
+    uint64_t d2h_bytes_skipped; /* of OUT/INOUT extents, because no task wrote them */
 } hg_run_stats;
 
 /* A runner keeps, across runs, a retained device buffer that holds the
@@ -471,17 +489,21 @@ void hg_runner_set_poison_scratch(hg_runner *r, bool on);
 /*
  * One run: bind -> orchestrate -> execute -> copy back -> publish -> release.
  *
- *   - bind: IN and INOUT args are copied to the device; pure OUT args' device
- *     bytes are filled with the poison byte 0xA5, so bytes no task writes come
- *     back as 0xA5, never as data another arg left on the device.  A zero-byte
+ *   - bind: IN and INOUT args are copied to the device in one batched copy
+ *     (a resident copy that is current but older than its buffer: only the
+ *     ranges the host wrote since); pure OUT args' device bytes are filled
+ *     with the poison byte 0xA5, so a kernel that reads bytes it did not
+ *     write never sees another arg's data.  A zero-byte
  *     arg of any kind (host view, or device view at address 0 or any other)
  *     gets a NULL pointer and no allocation.
- *   - copy back is all or nothing: every OUT and INOUT arg lands in host
- *     staging first and reaches its host buffer only when every copy
- *     succeeded.  Only the bytes a view covers are written (a strided view's
- *     gaps keep their host bytes), and each written buffer's generation moves
- *     on.  A strided view crosses the link as its whole extent in one copy or
- *     one copy per contiguous run, whichever is cheaper.
+ *   - copy back brings back what the tasks wrote, and nothing else: the
+ *     bytes of OUT and INOUT args covered by task args that write them.  An
+ *     OUT arg's bytes no task wrote stay untouched on the host; a strided
+ *     view's gaps keep their host bytes.  It is all or nothing: everything
+ *     lands in host staging first, in one batched copy, and reaches the host
+ *     buffers only when every range succeeded; then each written buffer's
+ *     generation moves on once.  A strided written view crosses the link as
+ *     its whole extent or one range per contiguous run, whichever is cheaper.
  *   - publish: only when everything above succeeded are the run's resident
  *     copies recorded as current (at their host buffers' generations after
  *     copy-back).  Before anything writes a resident copy's device bytes (an
@@ -498,6 +520,18 @@ void hg_runner_set_poison_scratch(hg_runner *r, bool on);
  */
 int hg_runner_run(hg_runner *r, const hg_callable *c, const hg_arg *args, uint32_t nargs,
                   hg_run_stats *stats);
+/* The byte ranges (of its host buffer) the last run copied back for run arg
+ * `arg`, merged and sorted: up to `max` into out, their number into *n.  0
+ * ranges for an arg no task wrote, or that was not copied back.  HG_ERANGE
+ * (with *n the number needed) when max is too small; HG_EINVAL for an index
+ * past the last run's args.  A scene restoring its outputs between rounds
+ * needs to write back only these. */
+int hg_runner_copied_back(const hg_runner *r, uint32_t arg, hg_range *out, size_t max, size_t *n);
+
+/* The stage the runner's run is in now ("bind", "orchestrate", "execute",
+ * "copy back", "release"), or NULL between runs.  The one call that may be
+ * made from another thread while a run is in flight (progress displays). */
+const char *hg_runner_stage(const hg_runner *r);
 /* The last error of this runner as one line naming the arg and the value,
  * or "" after a successful run. */
 const char *hg_runner_errmsg(const hg_runner *r);

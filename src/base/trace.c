@@ -155,8 +155,5 @@ int hg_trace_write_json(const hg_trace *t, const char *path)
     for (size_t i = 0; i < t->nspans; i++)
         write_span(f, t, &t->spans[i]);
     fputs("\n]}\n", f);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad)
-        return HG_EIO;
-    return 0;
+    return json_file_close(f, path) == 0 ? 0 : HG_EIO;
 }

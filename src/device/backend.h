@@ -61,6 +61,9 @@ typedef struct device_ops {
     /* HG_ERANGE unless the device range lies inside one live allocation. */
     int (*copy_to)(void *state, hg_devaddr dst, const void *src, size_t bytes);
     int (*copy_from)(void *state, void *dst, hg_devaddr src, size_t bytes);
+    /* Optional (NULL: device.c copies range by range): copies the ranges,
+     * all validated already; empty ranges are skipped. */
+    int (*copy_batch)(void *state, bool to_device, const device_copy *list, size_t n);
     /* Sets every byte of the device range to `value` on the device (no copy
      * crosses the link).  HG_ERANGE as for copies. */
     int (*fill)(void *state, hg_devaddr dst, int value, size_t bytes);

@@ -504,30 +504,89 @@ int hg_devbuf_free(hg_device *dev, hg_devaddr addr)
     return device_free(dev, addr, NULL);
 }
 
-/* Validation and fault check shared by both copy directions: HG_EINVAL,
- * HG_ERANGE, HG_ECOPY (injected), or 0 when the copy may go ahead. */
-static int device_copy_begin(hg_device *dev, hg_devaddr addr, const void *host, size_t bytes)
+/* Validates every range of a batch (nothing moves unless all are valid) and
+ * counts the armed copy fault across its non-empty ranges.  Returns
+ * HG_EINVAL / HG_ERANGE, or 0 with *ok the number of leading ranges that may
+ * go ahead (n unless the fault fires inside the batch). */
+static int device_batch_begin(hg_device *dev, const device_copy *list, size_t n, size_t *ok)
 {
-    if (dev == NULL || host == NULL)
+    if (dev == NULL || (list == NULL && n != 0))
         return HG_EINVAL;
-    if (dev->ops->translate(dev->state, addr, bytes) == NULL)
-        return HG_ERANGE;
+    for (size_t i = 0; i < n; i++) {
+        if (list[i].bytes == 0)
+            continue;
+        if (list[i].host == NULL)
+            return HG_EINVAL;
+        if (dev->ops->translate(dev->state, list[i].dev, list[i].bytes) == NULL)
+            return HG_ERANGE;
+    }
+    *ok = n;
     pthread_mutex_lock(&dev->lock);
-    bool fired = device_fault_fires(&dev->fault_copy);
+    for (size_t i = 0; i < n; i++) {
+        if (list[i].bytes != 0 && device_fault_fires(&dev->fault_copy)) {
+            *ok = i;
+            break;
+        }
+    }
     pthread_mutex_unlock(&dev->lock);
-    return fired ? HG_ECOPY : 0;
+    return 0;
 }
 
-/* Counts one finished copy on the device and on the caller's tally. */
-static void device_copy_count(hg_device *dev, bool to_device, size_t bytes,
-                              hg_device_counters *tally)
+/* Counts the first n ranges of a finished batch (one batch call if any
+ * range moved bytes) on the device and on the caller's tally. */
+static void device_batch_count(hg_device *dev, bool to_device, const device_copy *list, size_t n,
+                               hg_device_counters *tally)
 {
+    uint64_t bytes = 0, ranges = 0;
+    for (size_t i = 0; i < n; i++) {
+        bytes += list[i].bytes;
+        ranges += list[i].bytes != 0;
+    }
+    if (ranges == 0)
+        return;
     pthread_mutex_lock(&dev->lock);
     for (hg_device_counters *c = &dev->counters; c != NULL; c = c == tally ? NULL : tally) {
         *(to_device ? &c->h2d_bytes : &c->d2h_bytes) += bytes;
-        (*(to_device ? &c->h2d_copies : &c->d2h_copies))++;
+        *(to_device ? &c->h2d_copies : &c->d2h_copies) += ranges;
+        (*(to_device ? &c->h2d_batches : &c->d2h_batches))++;
     }
     pthread_mutex_unlock(&dev->lock);
+}
+
+/* The synchronous default for a backend without copy_batch: one call per
+ * range (IREE's queue emulation habit: a simple backend needs nothing new). */
+static int device_batch_run(hg_device *dev, bool to_device, const device_copy *list, size_t n)
+{
+    if (dev->ops->copy_batch != NULL)
+        return dev->ops->copy_batch(dev->state, to_device, list, n);
+    for (size_t i = 0; i < n; i++) {
+        if (list[i].bytes == 0)
+            continue;
+        int rc = to_device
+                     ? dev->ops->copy_to(dev->state, list[i].dev, list[i].host, list[i].bytes)
+                     : dev->ops->copy_from(dev->state, list[i].host, list[i].dev, list[i].bytes);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+int device_copy_batch(hg_device *dev, bool to_device, const device_copy *list, size_t n,
+                      hg_device_counters *tally, size_t *done)
+{
+    size_t ok = 0;
+    if (done != NULL)
+        *done = 0;
+    int rc = device_batch_begin(dev, list, n, &ok);
+    if (rc != 0)
+        return rc;
+    rc = device_batch_run(dev, to_device, list, ok);
+    if (rc != 0)
+        return rc;
+    device_batch_count(dev, to_device, list, ok, tally);
+    if (done != NULL)
+        *done = ok;
+    return ok < n ? HG_ECOPY : 0;
 }
 
 /* A zero-byte copy moves nothing: it succeeds without counting (a non-NULL
@@ -535,27 +594,19 @@ static void device_copy_count(hg_device *dev, bool to_device, size_t bytes,
 int device_copy_to(hg_device *dev, hg_devaddr dst, const void *src, size_t bytes,
                    hg_device_counters *tally)
 {
-    if (bytes == 0)
-        return dev ? 0 : HG_EINVAL;
-    int rc = device_copy_begin(dev, dst, src, bytes);
-    if (rc == 0)
-        rc = dev->ops->copy_to(dev->state, dst, src, bytes);
-    if (rc == 0)
-        device_copy_count(dev, true, bytes, tally);
-    return rc;
+    device_copy one = {(void *)src, dst, bytes};
+    if (src == NULL && bytes != 0)
+        return HG_EINVAL;
+    return device_copy_batch(dev, true, &one, 1, tally, NULL);
 }
 
 int device_copy_from(hg_device *dev, void *dst, hg_devaddr src, size_t bytes,
                      hg_device_counters *tally)
 {
-    if (bytes == 0)
-        return dev ? 0 : HG_EINVAL;
-    int rc = device_copy_begin(dev, src, dst, bytes);
-    if (rc == 0)
-        rc = dev->ops->copy_from(dev->state, dst, src, bytes);
-    if (rc == 0)
-        device_copy_count(dev, false, bytes, tally);
-    return rc;
+    device_copy one = {dst, src, bytes};
+    if (dst == NULL && bytes != 0)
+        return HG_EINVAL;
+    return device_copy_batch(dev, false, &one, 1, tally, NULL);
 }
 
 int hg_devbuf_copy_to(hg_device *dev, hg_devaddr dst, const void *src, size_t bytes)

@@ -28,6 +28,25 @@ int device_copy_to(hg_device *dev, hg_devaddr dst, const void *src, size_t bytes
                    hg_device_counters *tally);
 int device_copy_from(hg_device *dev, void *dst, hg_devaddr src, size_t bytes,
                      hg_device_counters *tally);
+/* One range of a batched copy: `bytes` between host and dev. */
+typedef struct device_copy {
+    void *host;
+    hg_devaddr dev;
+    size_t bytes;
+} device_copy;
+
+/* Copies a list of ranges in one call, host -> device (to_device) or back.
+ * Every range is validated first (HG_EINVAL, HG_ERANGE: nothing moves);
+ * then each non-empty range counts as one copy (h2d_copies / d2h_copies)
+ * and against an armed copy fault, so a fault can land inside a batch: the
+ * ranges before it are done and counted, the rest are not, and the call
+ * returns HG_ECOPY.  The call counts one batch (h2d_batches / d2h_batches)
+ * when it moved anything.  *done (may be NULL) gets the number of ranges
+ * completed.  The sim runs a batch as memcpys under one lock; a real backend
+ * maps it to one batch of async copies. */
+int device_copy_batch(hg_device *dev, bool to_device, const device_copy *list, size_t n,
+                      hg_device_counters *tally, size_t *done);
+
 /* Sets `bytes` device bytes at dst to `value` on the device itself: no copy
  * crosses the link and none is counted.  HG_ERANGE unless the range lies in
  * one live allocation. */

@@ -317,6 +317,34 @@ static int sim_copy_from(void *state, void *dst, hg_devaddr src, size_t bytes)
     return sim_copy(state, src, bytes, NULL, dst);
 }
 
+/* A batch: every range under one read lock, and the link model applied to
+ * the batch's total bytes (one transfer's worth of setup, as a real
+ * backend's single batch of async copies would have). */
+static int sim_copy_batch(void *state, bool to_device, const device_copy *list, size_t n)
+{
+    sim *s = state;
+    uint64_t start = clock_now_ns(), total = 0;
+    int rc = 0;
+    pthread_rwlock_rdlock(&s->table_lock);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (list[i].bytes == 0)
+            continue;
+        if (sim_lookup(s, list[i].dev, list[i].bytes) == NULL) {
+            rc = HG_ERANGE;
+            break;
+        }
+        unsigned char *dev = sim_host(s, list[i].dev);
+        if (to_device)
+            memcpy(dev, list[i].host, list[i].bytes);
+        else
+            memcpy(list[i].host, dev, list[i].bytes);
+        total += list[i].bytes;
+    }
+    pthread_rwlock_unlock(&s->table_lock);
+    sim_link_wait(s, start, total);
+    return rc;
+}
+
 /* ------------------------------------------------------------------- cores */
 
 static void *sim_core_main(void *arg)
@@ -457,6 +485,7 @@ const device_ops device_sim_ops = {
     .free = sim_free,
     .copy_to = sim_copy_to,
     .copy_from = sim_copy_from,
+    .copy_batch = sim_copy_batch,
     .fill = sim_fill,
     .translate = sim_translate,
     .find_alloc = sim_find_alloc,

@@ -132,6 +132,15 @@ int hg_task_submit(hg_orch *o, const hg_task_desc *d, hg_task_id *out)
         if (rc != 0)
             return orch_fail(o, rc);
     }
+    /* What the task writes of host-backed args is what comes back. */
+    for (uint32_t i = 0; i < d->nargs; i++) {
+        const hg_task_arg *ta = &d->args[i];
+        if (!targs[i].write || ta->arg >= r->plan.nargs || !r->plan.args[ta->arg].copy_back)
+            continue;
+        rc = stage_note_written(&r->plan, ta->arg, &ta->view, &r->err);
+        if (rc != 0)
+            return orch_fail(o, rc);
+    }
     hg_task_id id;
     rc = graph_add_task(&r->graph, d->kernel, targs, d->nargs, d->scalars, d->nscalars, d->deps,
                         d->ndeps, &id, &r->err);

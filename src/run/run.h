@@ -4,6 +4,8 @@
 #ifndef HG_RUN_RUN_H
 #define HG_RUN_RUN_H
 
+#include <stdatomic.h>
+
 #include "base/error.h"
 #include "graph/graph.h"
 #include "hostgraph.h"
@@ -18,7 +20,11 @@ struct hg_runner {
     graph graph;
     hg_err err;
     hg_trace *trace;
-    uint32_t runs; /* runs started, labels trace spans */
+    uint32_t runs;    /* runs started, labels trace spans */
+    bool copied_back; /* the last run's copy-back succeeded (hg_runner_copied_back) */
+    /* The stage a run is in (a static name), NULL between runs: read by
+     * other threads (progress display), hence atomic. */
+    _Atomic(const char *) stage;
 };
 
 /* The orchestration context lives on the runner's stack for one run.  The

@@ -10,6 +10,7 @@
  * stage is timed; byte and call counts are the runner's own exact tally of
  * its device operations, taken around the run.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,6 +98,33 @@ void hg_runner_set_poison_scratch(hg_runner *r, bool on)
         r->plan.poison_scratch = on;
 }
 
+int hg_runner_copied_back(const hg_runner *r, uint32_t arg, hg_range *out, size_t max, size_t *n)
+{
+    if (r == NULL || n == NULL || (out == NULL && max != 0))
+        return HG_EINVAL;
+    *n = 0;
+    if (arg >= r->plan.nargs)
+        return HG_EINVAL;
+    const stage_arg *sa = &r->plan.args[arg];
+    if (!r->copied_back || !sa->copy_back ||
+        (sa->kind != STAGE_SLICE && sa->kind != STAGE_RESIDENT))
+        return 0;
+    *n = sa->back_n;
+    if (sa->back_n > max)
+        return HG_ERANGE;
+    for (uint32_t k = 0; k < sa->back_n; k++)
+        out[k] =
+            (hg_range){r->plan.spans[sa->back_first + k].lo, r->plan.spans[sa->back_first + k].hi};
+    return 0;
+}
+
+const char *hg_runner_stage(const hg_runner *r)
+{
+    if (r == NULL)
+        return NULL;
+    return atomic_load_explicit(&((hg_runner *)r)->stage, memory_order_relaxed);
+}
+
 const char *hg_runner_errmsg(const hg_runner *r)
 {
     return r ? r->err.msg : "no runner";
@@ -108,8 +136,9 @@ typedef struct stage_timer {
     uint64_t start;
 } stage_timer;
 
-static stage_timer timer_start(hg_runner *r)
+static stage_timer timer_start(hg_runner *r, const char *stage)
 {
+    atomic_store_explicit(&r->stage, stage, memory_order_relaxed);
     stage_timer t = {r, clock_now_ns()};
     return t;
 }
@@ -174,6 +203,8 @@ static void fill_stats(hg_runner *r, const hg_device_counters *before, hg_run_st
     s->d2h_bytes = now.d2h_bytes - before->d2h_bytes;
     s->h2d_copies = now.h2d_copies - before->h2d_copies;
     s->d2h_copies = now.d2h_copies - before->d2h_copies;
+    s->h2d_batches = now.h2d_batches - before->h2d_batches;
+    s->d2h_batches = now.d2h_batches - before->d2h_batches;
     s->device_allocs = now.allocs - before->allocs;
     s->tasks = r->graph.ntasks;
     s->edges = r->graph.nedges;
@@ -184,6 +215,8 @@ static void fill_stats(hg_runner *r, const hg_device_counters *before, hg_run_st
     s->stale_uploads = rs->stale_uploads;
     s->resident_staged = rs->staged;
     s->evictions = rs->evictions;
+    s->h2d_bytes_skipped = rs->h2d_bytes_skipped;
+    s->d2h_bytes_skipped = rs->d2h_bytes_skipped;
 }
 
 int hg_runner_run(hg_runner *r, const hg_callable *c, const hg_arg *args, uint32_t nargs,
@@ -200,32 +233,35 @@ int hg_runner_run(hg_runner *r, const hg_callable *c, const hg_arg *args, uint32
         return err_set(&r->err, HG_EINVAL, "callable: no orchestration function");
     }
     r->runs++;
+    r->copied_back = false;
     const hg_device_counters before = r->tally;
     const uint64_t t0 = clock_now_ns();
 
-    stage_timer t = timer_start(r);
+    stage_timer t = timer_start(r, "bind");
     int rc = run_bind(r, args, nargs);
     timer_stop(t, "bind", &s.bind_ns);
     if (rc == 0) {
-        t = timer_start(r);
+        t = timer_start(r, "orchestrate");
         rc = run_orchestrate(r, c, args, nargs);
         timer_stop(t, "orchestrate", &s.orch_ns);
     }
     if (rc == 0) {
-        t = timer_start(r);
+        t = timer_start(r, "execute");
         rc = exec_run(r->dev, &r->graph, r->trace, r->runs, &r->err);
         timer_stop(t, "execute", &s.exec_ns);
     }
     if (rc == 0) {
-        t = timer_start(r);
+        t = timer_start(r, "copy back");
         rc = stage_copy_back(&r->plan, r->dev, &r->err);
         if (rc == 0)
             stage_publish(&r->plan); /* only now: the whole run succeeded */
+        r->copied_back = rc == 0;
         timer_stop(t, "copy back", &s.copyback_ns);
     }
-    t = timer_start(r);
+    t = timer_start(r, "release");
     stage_release(&r->plan, r->dev);
     timer_stop(t, "release", &s.release_ns);
+    atomic_store_explicit(&r->stage, NULL, memory_order_relaxed);
 
     s.wall_ns = clock_now_ns() - t0;
     fill_stats(r, &before, &s);

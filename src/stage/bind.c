@@ -11,6 +11,12 @@
  * current only after the whole run succeeded.  So a failure anywhere leaves
  * no copy that looks fresh and is not.
  *
+ * A copy that is current but older than the buffer (the host wrote it
+ * through the API since) uploads only the ranges written since it was
+ * published, from the buffer's write log, while the log reaches back that
+ * far; else its whole extent.  A copy that is not current (a failed run, a
+ * new copy) uploads its whole extent: its device bytes are unknown.
+ *
  * Verify mode: a copy published with the hash of its host bytes is reused
  * only if the host bytes still hash the same; a mismatch is HG_ESTALE, a
  * write that bypassed the API.  A copy published without a hash (verify was
@@ -18,6 +24,33 @@
  */
 #include "device/device.h"
 #include "stage/stage.h"
+#include "tensor/tensor.h"
+
+/* For a copy current at generation `since`: the ranges of sa's extent
+ * written since, as the upload (sa->up_first/up_n); whole when unknown. */
+static int plan_ranged_upload(stage_plan *p, stage_arg *sa, uint64_t since)
+{
+    hg_range written[HG_HOSTBUF_LOG];
+    size_t n =
+        hostbuf_written_since(sa->tensor.host, since, sa->lo, sa->hi, written, HG_HOSTBUF_LOG);
+    sa->up_whole = n == SIZE_MAX;
+    if (sa->up_whole)
+        return 0;
+    uint32_t first;
+    if (stage_spans_reserve(p, n, &first) != 0) {
+        sa->up_whole = true; /* no room to list them: the extent is always right */
+        return 0;
+    }
+    size_t bytes = 0;
+    for (size_t k = 0; k < n; k++) {
+        p->spans[first + k] = (stage_span){written[k].lo, written[k].hi, 0};
+        bytes += written[k].hi - written[k].lo;
+    }
+    sa->up_first = first;
+    sa->up_n = (uint32_t)n;
+    p->rstats.h2d_bytes_skipped += (sa->hi - sa->lo) - bytes;
+    return 0;
+}
 
 static int bind_one(stage_plan *p, hg_device *dev, stage_arg *sa, hg_err *e)
 {
@@ -57,8 +90,11 @@ static int bind_one(stage_plan *p, hg_device *dev, stage_arg *sa, hg_err *e)
         if (fresh) {
             p->rstats.hits++;
             p->rstats.bytes_skipped += bytes;
+            p->rstats.h2d_bytes_skipped += bytes;
         } else {
             p->rstats.stale_uploads++;
+            if (r->current && r->generation < gen && (!p->verify || r->hashed))
+                plan_ranged_upload(p, sa, r->generation);
         }
     }
     resident_copy *r = &c->copies[i];

@@ -31,6 +31,9 @@ void stage_plan_free(stage_plan *p)
     free(p->args);
     free(p->staging);
     free(p->pool.blocks);
+    free(p->spans);
+    free(p->written);
+    free(p->batch);
     stage_plan_init(p, p->tally);
 }
 
@@ -98,6 +101,7 @@ static int classify_host(stage_arg *sa, hg_residency residency, bool cache, hg_e
     sa->kind = resident ? STAGE_RESIDENT : STAGE_SLICE;
     sa->release = resident ? RELEASE_RESIDENT : RELEASE_RETAINED_SLICE;
     sa->upload = sa->dir != HG_OUT;
+    sa->up_whole = true;
     sa->copy_back = is_written(sa->dir);
     return 0;
 }
@@ -207,6 +211,7 @@ int stage_plan_build(stage_plan *p, hg_device *dev, const hg_arg *args, uint32_t
 {
     p->nargs = p->nall = 0;
     p->required = 0;
+    p->nspans = p->nwritten = 0;
     memset(&p->rstats, 0, sizeof p->rstats);
     if (args == NULL && nargs != 0)
         return err_set(e, HG_EINVAL, "args: NULL with nargs %u", nargs);

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "device/device.h"
 #include "graph/graph.h"
 #include "hostgraph.h"
 #include "stage/residency.h"
@@ -65,9 +66,28 @@ typedef struct stage_arg {
     uint32_t resident;     /* STAGE_RESIDENT: its copy in the residency cache */
     bool upload;           /* IN/INOUT slices and stale/new resident copies: H2D at bind */
     bool copy_back;        /* OUT/INOUT slices: D2H after success */
-    bool back_whole;       /* copy-back: the extent in one copy (else per run) */
-    size_t staging_offset; /* copy-back: where its extent lands in host staging */
+    /* Uploads: the ranges of a resident copy that the host wrote since it
+     * was published (p->spans[up_first..+up_n]); up_whole: the extent. */
+    bool up_whole;
+    uint32_t up_first, up_n;
+    /* Copy-back: the merged ranges fetched from the device
+     * (p->spans[back_first..+back_n]), each with its place in host staging. */
+    uint32_t back_first, back_n;
 } stage_arg;
+
+/* A byte range of a host buffer and, for copy-back, where it lands in host
+ * staging. */
+typedef struct stage_span {
+    size_t lo, hi;
+    size_t staging;
+} stage_span;
+
+/* A view a task wrote (OUT or INOUT) of run arg `arg`: what copy-back brings
+ * back, and nothing else. */
+typedef struct stage_written {
+    uint32_t arg;
+    hg_tensor view;
+} stage_written;
 
 /* Run-owned scratch, pooled across runs by size. */
 typedef struct stage_pool_block {
@@ -85,7 +105,9 @@ typedef struct stage_pool {
 /* What a run's residency did, for hg_run_stats. */
 typedef struct stage_residency_stats {
     uint64_t hits, bytes_skipped, stale_uploads, staged, evictions;
-    uint64_t hashed_bytes; /* verify mode's work: 0 whenever it is off */
+    uint64_t hashed_bytes;      /* verify mode's work: 0 whenever it is off */
+    uint64_t h2d_bytes_skipped; /* resident bytes not uploaded: the host did not change them */
+    uint64_t d2h_bytes_skipped; /* OUT/INOUT bytes not copied back: no task wrote them */
 } stage_residency_stats;
 
 /* One runner's staging state, reused run after run: the plan of the current
@@ -108,6 +130,12 @@ typedef struct stage_plan {
     bool verify;         /* hash resident args' host bytes (HG_ESTALE) */
     bool poison_scratch; /* fill reused scratch with STAGE_POISON */
     stage_residency_stats rstats;
+    stage_span *spans; /* upload and copy-back ranges of this run */
+    uint32_t nspans, cap_spans;
+    stage_written *written; /* views tasks wrote, in submission order */
+    uint32_t nwritten, cap_written;
+    device_copy *batch; /* the one batched copy of a stage */
+    uint32_t cap_batch;
 } stage_plan;
 
 /* The runner's grow-only retained device buffer. */
@@ -149,7 +177,9 @@ int stage_retained_reserve(stage_retained *r, hg_device *dev, hg_device_counters
 void stage_retained_free(stage_retained *r, hg_device *dev, hg_device_counters *tally);
 
 /* Places the slices in the retained buffer, copies IN/INOUT host -> device
- * and fills pure OUT slices with STAGE_POISON on the device. */
+ * (for a stale resident copy, only the ranges written since it was
+ * published) in one batched copy, and fills pure OUT slices with
+ * STAGE_POISON on the device. */
 int stage_upload(stage_plan *p, hg_device *dev, const stage_retained *r, hg_err *e);
 
 /* Adds a run-owned scratch arg (dense, on the device). */
@@ -161,13 +191,25 @@ int stage_add_scratch(stage_plan *p, hg_device *dev, const char *name, hg_dtype 
  * that its access agrees with the arg's direction. */
 int stage_resolve(const stage_plan *p, const hg_task_arg *ta, graph_targ *out, hg_err *e);
 
-/* Copies OUT/INOUT slices device -> host, all or nothing: every D2H lands in
- * the plan's host staging first, and only when all of them succeeded are the
- * bytes the views cover (never their gaps) written to the host buffers and
- * their generations moved on.  On failure no host byte and no generation
- * changed.  A strided view comes back as its whole extent in one copy or one
- * copy per contiguous run, whichever STAGE_COPY_COST_BYTES says is cheaper. */
+/* Records that a task writes `view` of run arg `arg` (orchestration time):
+ * only what tasks wrote comes back.  HG_ENOMEM. */
+int stage_note_written(stage_plan *p, uint32_t arg, const hg_tensor *view, hg_err *e);
+
+/* Copies back what the tasks wrote of each OUT/INOUT arg (copyback.c), all
+ * or nothing: the written ranges land in host staging in one batched D2H,
+ * and only when it all succeeded are the bytes the written views cover
+ * (never their gaps, never bytes no task wrote) written to the host buffers,
+ * each buffer's generation moving on once with those ranges logged.  On
+ * failure no host byte and no generation changed.  A strided written view
+ * is fetched as its extent or per contiguous run, whichever
+ * STAGE_COPY_COST_BYTES says is cheaper. */
 int stage_copy_back(stage_plan *p, hg_device *dev, hg_err *e);
+
+/* Grows the plan's batch list (p->batch) to n entries.  HG_ENOMEM. */
+int stage_batch_reserve(stage_plan *p, size_t n);
+
+/* Appends n spans to p->spans; the index of the first goes to *first. */
+int stage_spans_reserve(stage_plan *p, size_t n, uint32_t *first);
 
 /* Returns run-owned scratch to the pool (freeing pooled blocks this run did
  * not use), leaves retained, resident and user-owned memory alone, and

@@ -80,145 +80,64 @@ static const char *host_bytes(const stage_arg *sa)
     return (const char *)hg_hostbuf_data(sa->tensor.host);
 }
 
+/* The ranges arg sa uploads: its extent, or a stale resident copy's ranges
+ * the host wrote since it was published. */
+static size_t upload_ranges(const stage_plan *p, const stage_arg *sa)
+{
+    if (!sa->upload || (sa->kind != STAGE_SLICE && sa->kind != STAGE_RESIDENT))
+        return 0;
+    return sa->up_whole ? 1 : sa->up_n;
+}
+
+/* Fills pure OUT slices with STAGE_POISON on the device. */
+static int poison_outs(stage_plan *p, hg_device *dev, hg_err *e)
+{
+    for (uint32_t i = 0; i < p->nargs; i++) {
+        const stage_arg *sa = &p->args[i];
+        if (sa->kind != STAGE_SLICE || sa->upload)
+            continue;
+        int rc = device_fill(dev, sa->dev_region, STAGE_POISON, sa->hi - sa->lo);
+        if (rc != 0)
+            return err_set(e, rc, "arg '%s': poisoning the OUT slice of %zu bytes failed: %s",
+                           sa->name, sa->hi - sa->lo, hg_strerror(rc));
+    }
+    return 0;
+}
+
 int stage_upload(stage_plan *p, hg_device *dev, const stage_retained *r, hg_err *e)
 {
+    size_t n = 0;
     for (uint32_t i = 0; i < p->nargs; i++) {
         stage_arg *sa = &p->args[i];
-        if (sa->kind == STAGE_RESIDENT && !sa->upload)
-            continue; /* a hit: current on the device */
-        if (sa->kind != STAGE_SLICE && sa->kind != STAGE_RESIDENT)
-            continue;
         if (sa->kind == STAGE_SLICE)
             sa->dev_region = r->addr + sa->slice_offset;
-        const size_t bytes = sa->hi - sa->lo;
-        int rc = sa->upload
-                     ? device_copy_to(dev, sa->dev_region, host_bytes(sa) + sa->lo, bytes, p->tally)
-                     : device_fill(dev, sa->dev_region, STAGE_POISON, bytes);
-        if (rc != 0)
-            return err_set(e, rc, "arg '%s': %s of %zu bytes failed: %s", sa->name,
-                           sa->upload ? "host -> device copy" : "poisoning the OUT slice", bytes,
-                           hg_strerror(rc));
+        n += upload_ranges(p, sa);
     }
-    return 0;
-}
-
-/* ------------------------------------------------------------ copy back */
-
-/* OUT and INOUT args with device memory of their own come back. */
-static bool backs(const stage_arg *sa)
-{
-    return (sa->kind == STAGE_SLICE || sa->kind == STAGE_RESIDENT) && sa->copy_back;
-}
-
-typedef struct run_count {
-    size_t runs, bytes;
-} run_count;
-
-static int count_run(void *ctx, size_t offset, size_t len)
-{
-    run_count *c = ctx;
-    (void)offset;
-    c->runs++;
-    c->bytes += len;
-    return 0;
-}
-
-/* Lays out each copy-back arg's extent image in host staging and picks how
- * it comes back; grows the staging buffer (geometrically) to fit. */
-static int copy_back_plan(stage_plan *p, hg_err *e)
-{
-    size_t total = 0;
+    if (stage_batch_reserve(p, n) != 0)
+        return err_set(e, HG_ENOMEM, "bind: cannot plan %zu copies", n);
+    n = 0;
     for (uint32_t i = 0; i < p->nargs; i++) {
-        stage_arg *sa = &p->args[i];
-        if (!backs(sa))
-            continue;
-        const size_t extent = sa->hi - sa->lo;
-        sa->back_whole = true;
-        if (!hg_tensor_is_dense(&sa->tensor)) {
-            run_count c = {0, 0};
-            tensor_for_each_run(&sa->tensor, count_run, &c);
-            /* per-run: c.bytes + runs * cost; whole: extent + one cost */
-            double per_run = (double)c.bytes + (double)c.runs * STAGE_COPY_COST_BYTES;
-            sa->back_whole = (double)extent + STAGE_COPY_COST_BYTES <= per_run;
+        const stage_arg *sa = &p->args[i];
+        size_t k = upload_ranges(p, sa);
+        for (size_t j = 0; j < k; j++) {
+            size_t lo = sa->up_whole ? sa->lo : p->spans[sa->up_first + j].lo;
+            size_t hi = sa->up_whole ? sa->hi : p->spans[sa->up_first + j].hi;
+            p->batch[n++] = (device_copy){(void *)(host_bytes(sa) + lo),
+                                          sa->dev_region + (lo - sa->lo), hi - lo};
         }
-        sa->staging_offset = total;
-        if (!ck_add(total, extent, &total))
-            return err_set(e, HG_EOVERFLOW, "arg '%s': copy-back staging overflows size_t",
-                           sa->name);
     }
-    if (total <= p->staging_cap)
-        return 0;
-    size_t cap = p->staging_cap * 2 > total ? p->staging_cap * 2 : total;
-    unsigned char *grown = realloc(p->staging, cap);
-    if (grown == NULL && cap > total)
-        grown = realloc(p->staging, cap = total);
-    if (grown == NULL)
-        return err_set(e, HG_ENOMEM, "copy back: cannot allocate %zu bytes of host staging", total);
-    p->staging = grown;
-    p->staging_cap = cap;
-    return 0;
-}
-
-typedef struct back_ctx {
-    hg_device *dev;
-    hg_device_counters *tally;
-    const stage_arg *sa;
-    unsigned char *image; /* staging bytes standing for the arg's byte lo */
-    unsigned char *host;  /* the host buffer's bytes */
-} back_ctx;
-
-/* One contiguous run, device -> staging. */
-static int back_fetch_run(void *ctx, size_t offset, size_t len)
-{
-    back_ctx *c = ctx;
-    size_t rel = offset - c->sa->lo;
-    return device_copy_from(c->dev, c->image + rel, c->sa->dev_region + rel, len, c->tally);
-}
-
-/* One contiguous run, staging -> host. */
-static int back_commit_run(void *ctx, size_t offset, size_t len)
-{
-    back_ctx *c = ctx;
-    memcpy(c->host + offset, c->image + (offset - c->sa->lo), len);
-    return 0;
-}
-
-static back_ctx back_ctx_of(stage_plan *p, hg_device *dev, const stage_arg *sa)
-{
-    back_ctx c = {dev, p->tally, sa, p->staging + sa->staging_offset,
-                  (unsigned char *)hg_hostbuf_data(sa->tensor.host)};
-    return c;
-}
-
-int stage_copy_back(stage_plan *p, hg_device *dev, hg_err *e)
-{
-    int rc = copy_back_plan(p, e);
-    /* Phase 1: every D2H into staging.  Nothing on the host has changed. */
-    for (uint32_t i = 0; rc == 0 && i < p->nargs; i++) {
-        const stage_arg *sa = &p->args[i];
-        if (!backs(sa))
-            continue;
-        back_ctx c = back_ctx_of(p, dev, sa);
-        rc = sa->back_whole ? back_fetch_run(&c, sa->lo, sa->hi - sa->lo)
-                            : tensor_for_each_run(&sa->tensor, back_fetch_run, &c);
-        if (rc != 0)
-            return err_set(e, rc, "arg '%s': device -> host copy back failed: %s", sa->name,
-                           hg_strerror(rc));
+    size_t done = 0;
+    int rc = device_copy_batch(dev, true, p->batch, n, p->tally, &done);
+    if (rc != 0) {
+        const char *name = "?";
+        for (uint32_t i = 0, seen = 0; i < p->nargs;
+             seen += (uint32_t)upload_ranges(p, &p->args[i]), i++) {
+            if (done < seen + upload_ranges(p, &p->args[i])) {
+                name = p->args[i].name;
+                break;
+            }
+        }
+        return err_set(e, rc, "arg '%s': host -> device copy failed: %s", name, hg_strerror(rc));
     }
-    if (rc != 0)
-        return rc;
-    /* Phase 2: commit, which cannot fail: the covered bytes, and only them,
-     * reach the host, and the generation moves on. */
-    for (uint32_t i = 0; i < p->nargs; i++) {
-        const stage_arg *sa = &p->args[i];
-        if (!backs(sa))
-            continue;
-        back_ctx c = back_ctx_of(p, dev, sa);
-        if (hg_tensor_is_dense(&sa->tensor))
-            back_commit_run(&c, sa->lo, sa->hi - sa->lo);
-        else
-            tensor_for_each_run(&sa->tensor, back_commit_run, &c);
-        hg_hostbuf_mark_written(sa->tensor.host, sa->lo, sa->hi - sa->lo);
-    }
-    return 0;
+    return poison_outs(p, dev, e);
 }

@@ -2,9 +2,19 @@
  * hostbuf.c: host buffers, the host memory tensors view.
  *
  * Invariants: an id is never reused in the process (a global atomic counter:
- * identity, not run state); the generation only grows, by one per write made
- * through the API, and the last written range is kept beside it.  Residency
- * keys freshness on (id, generation) sampled at bind, never on address + size.
+ * identity, not run state); the generation only grows, by one per write step
+ * made through the API (a write, a mark, a run's copy-back), and the last
+ * written range is kept beside it.  Residency keys freshness on (id,
+ * generation) sampled at bind, never on address + size.
+ *
+ * The write log: a ring of the last HG_HOSTBUF_LOG ranges, each with the
+ * generation its step produced (one step may log several ranges).  When an
+ * entry of generation G is overwritten, the log is complete only for
+ * generations after G (`complete_after`): asking for the writes since an
+ * older generation answers "unknown", and the caller takes the whole extent.
+ * The ring is allocated at the first write; if that allocation fails the log
+ * is simply incomplete (never wrong).  Cost: a write is O(1); a query is
+ * O(log size + answer log answer).
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -12,6 +22,12 @@
 
 #include "hostgraph.h"
 #include "tensor/checked.h"
+#include "tensor/tensor.h"
+
+typedef struct log_entry {
+    uint64_t generation; /* the step that wrote it */
+    size_t lo, hi;
+} log_entry;
 
 struct hg_hostbuf {
     uint64_t id;
@@ -20,6 +36,9 @@ struct hg_hostbuf {
     void *data;
     bool owned;
     size_t last_lo, last_hi;
+    log_entry *log; /* ring of HG_HOSTBUF_LOG; NULL until the first write */
+    uint32_t log_head, log_count;
+    uint64_t complete_after; /* the log holds every write after this generation */
 };
 
 static atomic_uint_fast64_t hostbuf_next_id = 1;
@@ -65,6 +84,7 @@ void hg_hostbuf_destroy(hg_hostbuf *hb)
         return;
     if (hb->owned)
         free(hb->data);
+    free(hb->log);
     free(hb);
 }
 
@@ -88,6 +108,40 @@ void *hg_hostbuf_data(const hg_hostbuf *hb)
     return hb ? hb->data : NULL;
 }
 
+/* Appends one range of step `generation` to the ring. */
+static void log_push(hg_hostbuf *hb, size_t lo, size_t hi)
+{
+    if (hb->log == NULL && (hb->log = malloc(HG_HOSTBUF_LOG * sizeof *hb->log)) == NULL) {
+        hb->complete_after = hb->generation; /* nothing before now is known */
+        return;
+    }
+    uint32_t slot = (hb->log_head + hb->log_count) % HG_HOSTBUF_LOG;
+    if (hb->log_count == HG_HOSTBUF_LOG) {
+        hb->complete_after = hb->log[hb->log_head].generation; /* that step is lost */
+        hb->log_head = (hb->log_head + 1) % HG_HOSTBUF_LOG;
+    } else {
+        hb->log_count++;
+    }
+    hb->log[slot] = (log_entry){hb->generation, lo, hi};
+}
+
+int hostbuf_mark_ranges(hg_hostbuf *hb, const hg_range *ranges, size_t n)
+{
+    if (hb == NULL || (ranges == NULL && n != 0))
+        return HG_EINVAL;
+    for (size_t i = 0; i < n; i++)
+        if (ranges[i].lo > ranges[i].hi || ranges[i].hi > hb->size)
+            return HG_ERANGE;
+    hb->generation++;
+    for (size_t i = 0; i < n; i++)
+        log_push(hb, ranges[i].lo, ranges[i].hi);
+    if (n > 0) {
+        hb->last_lo = ranges[0].lo;
+        hb->last_hi = ranges[n - 1].hi;
+    }
+    return 0;
+}
+
 int hg_hostbuf_mark_written(hg_hostbuf *hb, size_t offset, size_t bytes)
 {
     size_t end;
@@ -95,10 +149,49 @@ int hg_hostbuf_mark_written(hg_hostbuf *hb, size_t offset, size_t bytes)
         return HG_EINVAL;
     if (!ck_add(offset, bytes, &end) || end > hb->size)
         return HG_ERANGE;
-    hb->generation++;
-    hb->last_lo = offset;
-    hb->last_hi = end;
-    return 0;
+    hg_range r = {offset, end};
+    return hostbuf_mark_ranges(hb, &r, 1);
+}
+
+static int range_cmp(const void *a, const void *b)
+{
+    const hg_range *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+size_t hostbuf_merge_ranges(hg_range *r, size_t n)
+{
+    if (n == 0)
+        return 0;
+    qsort(r, n, sizeof *r, range_cmp);
+    size_t k = 0;
+    for (size_t i = 1; i < n; i++) {
+        if (r[i].lo <= r[k].hi) {
+            if (r[i].hi > r[k].hi)
+                r[k].hi = r[i].hi;
+        } else {
+            r[++k] = r[i];
+        }
+    }
+    return k + 1;
+}
+
+size_t hostbuf_written_since(const hg_hostbuf *hb, uint64_t since, size_t lo, size_t hi,
+                             hg_range *out, size_t max)
+{
+    if (since < hb->complete_after)
+        return SIZE_MAX; /* the log no longer reaches back */
+    size_t n = 0;
+    for (uint32_t i = 0; i < hb->log_count; i++) {
+        const log_entry *e = &hb->log[(hb->log_head + i) % HG_HOSTBUF_LOG];
+        size_t a = e->lo > lo ? e->lo : lo, b = e->hi < hi ? e->hi : hi;
+        if (e->generation <= since || a >= b)
+            continue;
+        if (n == max)
+            return SIZE_MAX;
+        out[n++] = (hg_range){a, b};
+    }
+    return hostbuf_merge_ranges(out, n);
 }
 
 int hg_hostbuf_write(hg_hostbuf *hb, size_t offset, const void *src, size_t bytes)

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/error.h"
 #include "hostgraph.h"
@@ -27,6 +28,23 @@ static inline bool region_overlap(size_t alo, size_t ahi, size_t blo, size_t bhi
 {
     return alo < ahi && blo < bhi && alo < bhi && blo < ahi;
 }
+
+/* ------------------------------------------------ host buffer write log */
+
+/* One write step of several ranges (a run's copy-back): one generation bump,
+ * each range logged.  HG_ERANGE if a range leaves the buffer. */
+int hostbuf_mark_ranges(hg_hostbuf *hb, const hg_range *ranges, size_t n);
+
+/* The ranges written through the API after generation `since`, clipped to
+ * [lo, hi), sorted and merged, into out[0..max).  Returns their count, or
+ * SIZE_MAX when that is unknown (the log no longer reaches back to `since`)
+ * or more than max: the caller takes the whole extent as written. */
+size_t hostbuf_written_since(const hg_hostbuf *hb, uint64_t since, size_t lo, size_t hi,
+                             hg_range *out, size_t max);
+
+/* Sorts r[0..n) by lo and merges overlapping or touching ranges in place;
+ * returns the new count. */
+size_t hostbuf_merge_ranges(hg_range *r, size_t n);
 
 /* Number of elements of the view (checked). */
 int tensor_numel(const hg_tensor *t, size_t *out);

@@ -410,6 +410,57 @@ TEST(copy_range_checks)
     hg_device_close(dev);
 }
 
+/* A batch: one call, a copy per non-empty range; a fault can land inside it
+ * (the ranges before it are done and counted, the rest are not); a bad
+ * range refuses the whole batch before anything moves. */
+TEST(batched_copies_count_ranges_and_fault_inside)
+{
+    hg_device *dev = test_device_open("sim:cores=1");
+    ASSERT(dev != NULL);
+    hg_devaddr a;
+    ASSERT_OK(hg_devbuf_malloc(dev, 4096, &a));
+    unsigned char src[4096], back[4096];
+    for (int i = 0; i < 4096; i++)
+        src[i] = (unsigned char)i;
+    device_copy list[4] = {{src, a, 100},
+                           {src + 1000, a + 1000, 0},
+                           {src + 2000, a + 2000, 300},
+                           {src + 3000, a + 3000, 50}};
+    ASSERT_OK(device_copy_batch(dev, true, list, 4, NULL, NULL));
+    hg_device_counters c;
+    hg_device_counters_get(dev, &c);
+    ASSERT_UEQ(c.h2d_copies, 3); /* the empty range is no copy */
+    ASSERT_UEQ(c.h2d_batches, 1);
+    ASSERT_UEQ(c.h2d_bytes, 450);
+    /* Fault on the 2nd non-empty range: the 1st lands, the rest do not. */
+    device_copy out[3] = {
+        {back, a, 100}, {back + 2000, a + 2000, 300}, {back + 3000, a + 3000, 50}};
+    memset(back, 0, sizeof back);
+    ASSERT_OK(hg_device_inject_fault(dev, HG_FAULT_COPY, 2));
+    size_t done = 99;
+    ASSERT_EQ(device_copy_batch(dev, false, out, 3, NULL, &done), HG_ECOPY);
+    ASSERT_UEQ(done, 1);
+    ASSERT_EQ(back[99], 99);
+    ASSERT_EQ(back[2000], 0);
+    hg_device_counters_get(dev, &c);
+    ASSERT_UEQ(c.d2h_copies, 1);
+    ASSERT_UEQ(c.d2h_bytes, 100);
+    ASSERT_UEQ(c.d2h_batches, 1);
+    /* A range outside the allocation refuses the batch: nothing moves. */
+    device_copy bad[2] = {{back, a, 10}, {back, a + 4090, 10}};
+    hg_device_counters before;
+    hg_device_counters_get(dev, &before);
+    ASSERT_EQ(device_copy_batch(dev, false, bad, 2, NULL, NULL), HG_ERANGE);
+    hg_device_counters_get(dev, &c);
+    ASSERT(counters_equal(&before, &c));
+    ASSERT_OK(device_copy_batch(dev, false, out, 3, NULL, NULL));
+    ASSERT_EQ(back[2299], (unsigned char)2299);
+    ASSERT_EQ(back[3049], (unsigned char)3049);
+    ASSERT_OK(device_copy_batch(dev, false, NULL, 0, NULL, NULL));
+    ASSERT_EQ(device_copy_batch(NULL, false, out, 3, NULL, NULL), HG_EINVAL);
+    hg_device_close(dev);
+}
+
 TEST(malloc_errors_and_capacity)
 {
     hg_device *dev = test_device_open("sim:cores=1,mem=2K");

@@ -141,7 +141,11 @@ TEST(host_write_through_the_api_makes_the_next_run_upload)
     ASSERT_OK(hg_runner_run(g.r, &ACC, g.args, 2, &s));
     ASSERT_UEQ(s.stale_uploads, 1);
     ASSERT_UEQ(s.resident_hits, 0);
-    ASSERT_UEQ(s.h2d_bytes, 2 * BYTES);
+    /* only the 4 bytes the host wrote of 'in', and the staged acc */
+    ASSERT_UEQ(s.h2d_bytes, BYTES + sizeof two);
+    ASSERT_UEQ(s.h2d_bytes_skipped, BYTES - sizeof two);
+    ASSERT_UEQ(s.h2d_copies, 2);
+    ASSERT_UEQ(s.h2d_batches, 1);
     ASSERT(((const float *)hg_hostbuf_data(g.acc))[5] == 2.0f);
     ASSERT(acc_is(&g, 1.0f, 0.0f));
     rig_close(&g);
@@ -316,6 +320,39 @@ TEST(budget_stages_what_does_not_fit_and_evicts_lru)
     ASSERT_UEQ(hg_runner_resident_copies(g.r), 2);
     ASSERT(acc_is(&g, 3.0f, 0.0f));
     hg_hostbuf_destroy(other);
+    rig_close(&g);
+}
+
+/* Budgets are per runner: a second runner on the same device, evicting
+ * under its own tiny budget, never touches the first runner's copies. */
+TEST(a_runner_evicts_only_its_own_copies)
+{
+    rig g;
+    ASSERT_OK(rig_open(&g, "sim:cores=2", HG_RESIDENT, HG_STAGED));
+    hg_run_stats s;
+    ASSERT_OK(hg_runner_run(g.r, &ACC, g.args, 2, &s));
+    hg_runner *other;
+    ASSERT_OK(hg_runner_open(g.dev, &other));
+    hg_hostbuf *in2, *acc2;
+    ASSERT_OK(hg_hostbuf_create(BYTES, &in2));
+    ASSERT_OK(hg_hostbuf_create(BYTES, &acc2));
+    hg_arg args2[2] = {g.args[0], g.args[1]};
+    size_t n = N;
+    ASSERT_OK(hg_tensor_host(&args2[0].tensor, in2, HG_F32, 1, &n));
+    ASSERT_OK(hg_tensor_host(&args2[1].tensor, acc2, HG_F32, 1, &n));
+    for (int i = 0; i < 3; i++) {
+        ASSERT_OK(hg_runner_run(other, &ACC, args2, 2, &s));
+        ASSERT_OK(hg_runner_set_budget(other, 1)); /* evicts its own copy */
+        ASSERT_OK(hg_runner_set_budget(other, 0));
+    }
+    ASSERT_UEQ(hg_runner_resident_copies(other), 0);
+    ASSERT_UEQ(hg_runner_resident_copies(g.r), 1); /* untouched */
+    ASSERT_OK(hg_runner_run(g.r, &ACC, g.args, 2, &s));
+    ASSERT_UEQ(s.resident_hits, 1);
+    ASSERT(acc_is(&g, 2.0f, 0.0f));
+    hg_runner_close(other);
+    hg_hostbuf_destroy(in2);
+    hg_hostbuf_destroy(acc2);
     rig_close(&g);
 }
 
