@@ -72,6 +72,25 @@ typedef struct device_ops {
     void (*run_cores)(void *state, device_core_fn fn, void *ctx);
 } device_ops;
 
+/* ------------------------------------------------------------ spec.c */
+
+#define DEVICE_SPEC_MAX 256
+
+/* Parses spec into cfg (defaults filled in) and picks its backend.
+ * HG_EINVAL with one line "device spec '<spec>': ..." in errbuf. */
+int device_spec_parse(const char *spec, device_config *cfg, const device_ops **ops, char *errbuf,
+                      size_t errlen);
+/* Writes "device spec '<spec>': <message>" into errbuf (when not NULL) and
+ * returns HG_EINVAL. */
+int device_spec_fail(const char *spec, char *errbuf, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* The normalized spec of cfg into s: fault keys left out, mem= only when it
+ * is not default_mem, the link model always when on. */
+void device_spec_normalize(const device_config *cfg, const device_ops *ops, uint64_t default_mem,
+                           char *s, size_t n);
+/* This host's default capacity: a share of its physical memory. */
+uint64_t device_default_mem(void);
+
 /* The sim backend (sim.c). */
 extern const device_ops device_sim_ops;
 
