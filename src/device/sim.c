@@ -453,11 +453,11 @@ static bool sim_reserve_arena(sim *s, uint64_t mem_bytes)
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
         return false;
+#ifdef MADV_HUGEPAGE
     /* Huge pages where the host allows them (THP "madvise" mode): device
      * memory is touched in large runs, and kernels stream through it, so a
      * 2 MiB page halves first-touch time and spares the TLB.  A host without
      * THP says no, which changes nothing but speed. */
-#ifdef MADV_HUGEPAGE
     (void)madvise(p, (size_t)bytes, MADV_HUGEPAGE);
 #endif
     s->arena = p;
