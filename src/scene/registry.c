@@ -7,6 +7,7 @@
  * is destroyed the same way, so make() can fail at any point without leaks.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,8 @@
 static const scene *const scene_table[] = {
     &scene_vector_add,
     &scene_bgemm,
+    &scene_paged_attention,
+    &scene_qwen3_decode,
 };
 
 #define SCENE_COUNT (sizeof scene_table / sizeof scene_table[0])
@@ -71,6 +74,34 @@ static bool parse_int64(const char *text, int64_t *out)
     return true;
 }
 
+const char *scene_param_value_name(const scene_param *p, int64_t v)
+{
+    for (const scene_param_value *n = p->values; n != NULL && n->name != NULL; n++) {
+        if (n->value == v)
+            return n->name;
+    }
+    return NULL;
+}
+
+/* A named param's value: exactly one of its names, nothing else.  Accepting
+ * the integers behind the names too would make "preset=1" a second spelling
+ * that nothing documents. */
+static int parse_named(const scene_param *p, const char *text, int64_t *out, hg_err *err)
+{
+    char names[256] = "";
+    size_t len = 0;
+    for (const scene_param_value *n = p->values; n->name != NULL; n++) {
+        if (strcmp(n->name, text) == 0) {
+            *out = n->value;
+            return 0;
+        }
+        int w = snprintf(names + len, sizeof names - len, "%s%s", len > 0 ? ", " : "", n->name);
+        if (w > 0 && (size_t)w < sizeof names - len)
+            len += (size_t)w;
+    }
+    return err_set(err, HG_EINVAL, "param '%s': '%s' is not one of %s", p->name, text, names);
+}
+
 int scene_param_set(const scene *s, int64_t *params, const char *key_value, hg_err *err)
 {
     const char *eq = strchr(key_value, '=');
@@ -83,7 +114,11 @@ int scene_param_set(const scene *s, int64_t *params, const char *key_value, hg_e
                        key_value);
     const scene_param *p = &s->params[i];
     int64_t v;
-    if (!parse_int64(eq + 1, &v))
+    if (p->values != NULL) {
+        int rc = parse_named(p, eq + 1, &v, err);
+        if (rc != 0)
+            return rc;
+    } else if (!parse_int64(eq + 1, &v))
         return err_set(err, HG_EINVAL, "param '%s': '%s' is not an integer", p->name, eq + 1);
     if (v < p->min || v > p->max)
         return err_set(err, HG_ERANGE, "param '%s': %lld is outside [%lld, %lld]", p->name,

@@ -55,7 +55,11 @@ void scene_report_print_summary(FILE *f, const scene_report *r)
         fputs("n/a", f);
     else
         fprintf(f, "%.3f ms", r->later_avg_ms);
-    fprintf(f, "    overall %.3f ms\n", r->overall_ms);
+    fprintf(f, "    overall %.3f ms", r->overall_ms);
+    if (r->residency == SCENE_RESIDENCY_PIN)
+        fprintf(f, "    setup %.3f ms (%llu bytes)", r->setup_ms,
+                (unsigned long long)r->setup_h2d_bytes);
+    fputc('\n', f);
 }
 
 /* Writes `"key": ` so the value can follow. */
@@ -83,8 +87,18 @@ static void write_round(FILE *f, uint32_t round, const scene_round *sr)
         {"d2h_bytes", (double)s->d2h_bytes},
         {"h2d_copies", (double)s->h2d_copies},
         {"d2h_copies", (double)s->d2h_copies},
+        {"h2d_batches", (double)s->h2d_batches},
+        {"d2h_batches", (double)s->d2h_batches},
+        {"h2d_bytes_skipped", (double)s->h2d_bytes_skipped},
+        {"d2h_bytes_skipped", (double)s->d2h_bytes_skipped},
+        {"device_allocs", (double)s->device_allocs},
+        {"resident_hits", (double)s->resident_hits},
+        {"resident_bytes_skipped", (double)s->resident_bytes_skipped},
+        {"stale_uploads", (double)s->stale_uploads},
+        {"resident_staged", (double)s->resident_staged},
+        {"evictions", (double)s->evictions},
     };
-    fputs("    {", f);
+    fputs("{", f);
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
         key(f, fields[i].name);
         json_write_number(f, fields[i].value);
@@ -95,42 +109,72 @@ static void write_round(FILE *f, uint32_t round, const scene_round *sr)
     fputs("}", f);
 }
 
-static void write_body(FILE *f, const scene_report *r)
+/* A named value ("preset": "real") as its name, other params as numbers. */
+void scene_report_write_params(FILE *f, const scene *s, const int64_t *params)
 {
-    fputs("{\n  ", f);
-    key(f, "scene");
-    json_write_string(f, r->scene->name);
-    fputs(",\n  ", f);
-    key(f, "device");
-    json_write_string(f, r->device);
-    fputs(",\n  ", f);
-    key(f, "residency");
-    json_write_string(f, scene_residency_name(r->residency));
-    fputs(",\n  ", f);
-    key(f, "params");
     fputs("{", f);
-    for (uint32_t i = 0; i < r->scene->nparams; i++) {
+    for (uint32_t i = 0; i < s->nparams; i++) {
         fputs(i > 0 ? ", " : "", f);
-        key(f, r->scene->params[i].name);
-        json_write_number(f, (double)r->params[i]);
+        key(f, s->params[i].name);
+        const char *name = scene_param_value_name(&s->params[i], params[i]);
+        if (name != NULL)
+            json_write_string(f, name);
+        else
+            json_write_number(f, (double)params[i]);
     }
-    fputs("},\n  ", f);
-    key(f, "rounds");
-    fputs("[\n", f);
+    fputs("}", f);
+}
+
+/* A newline and `indent` spaces, then `"name": `. */
+static void field(FILE *f, int indent, const char *name)
+{
+    fprintf(f, "\n%*s", indent, "");
+    key(f, name);
+}
+
+void scene_report_write_object(FILE *f, const scene_report *r, int indent)
+{
+    const int in = indent + 2;
+    fputs("{", f);
+    field(f, in, "scene");
+    json_write_string(f, r->scene->name);
+    fputc(',', f);
+    field(f, in, "device");
+    json_write_string(f, r->device);
+    fputc(',', f);
+    field(f, in, "residency");
+    json_write_string(f, scene_residency_name(r->residency));
+    fputs(",", f);
+    field(f, in, "verify");
+    fputs(r->verify ? "true," : "false,", f);
+    field(f, in, "params");
+    scene_report_write_params(f, r->scene, r->params);
+    fputc(',', f);
+    field(f, in, "rounds");
+    fputs("[", f);
     for (uint32_t i = 0; i < r->nrounds; i++) {
+        fprintf(f, "\n%*s", in + 2, "");
         write_round(f, i + 1, &r->rounds[i]);
-        fputs(i + 1 < r->nrounds ? ",\n" : "\n", f);
+        fputs(i + 1 < r->nrounds ? "," : "", f);
     }
-    fputs("  ],\n  ", f);
-    key(f, "first_ms");
+    fprintf(f, "\n%*s],", in, "");
+    if (r->residency == SCENE_RESIDENCY_PIN) {
+        field(f, in, "setup_ms");
+        json_write_number(f, r->setup_ms);
+        fputc(',', f);
+        field(f, in, "setup_h2d_bytes");
+        json_write_number(f, (double)r->setup_h2d_bytes);
+        fputc(',', f);
+    }
+    field(f, in, "first_ms");
     json_write_number(f, r->first_ms);
-    fputs(",\n  ", f);
-    key(f, "later_avg_ms");
+    fputc(',', f);
+    field(f, in, "later_avg_ms");
     json_write_number(f, r->later_avg_ms);
-    fputs(",\n  ", f);
-    key(f, "overall_ms");
+    fputc(',', f);
+    field(f, in, "overall_ms");
     json_write_number(f, r->overall_ms);
-    fputs("\n}\n", f);
+    fprintf(f, "\n%*s}", indent, "");
 }
 
 int scene_report_write_json(const scene_report *r, const char *path)
@@ -138,11 +182,7 @@ int scene_report_write_json(const scene_report *r, const char *path)
     FILE *f = fopen(path, "w");
     if (f == NULL)
         return HG_EIO;
-    write_body(f, r);
-    bool failed = ferror(f) != 0;
-    if (fclose(f) != 0 || failed) {
-        remove(path);
-        return HG_EIO;
-    }
-    return 0;
+    scene_report_write_object(f, r, 0);
+    fputc('\n', f);
+    return json_file_close(f, path) == 0 ? 0 : HG_EIO;
 }

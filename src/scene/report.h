@@ -20,12 +20,22 @@ typedef struct scene_report {
     const int64_t *params;
     const char *device; /* the device's normalized spec */
     scene_residency residency;
+    bool verify;
     const scene_round *rounds;
     uint32_t nrounds;    /* rounds completed */
     double first_ms;     /* round 1's wall time */
     double later_avg_ms; /* mean wall time of rounds 2..N; NAN (JSON null) with one round */
-    double overall_ms;   /* the whole command, start to report */
+    double overall_ms;   /* the whole command, start to report (setup included) */
+    double setup_ms;     /* pin: the one-time upload before the rounds; else 0 */
+    uint64_t setup_h2d_bytes;
 } scene_report;
+
+/* Runs the rounds of one mode (runner.c): a new runner, the mode's args
+ * (pin's setup), every round with its golden check; fills rep, whose rounds
+ * point into `rounds` (o->rounds entries, the caller's).  overall_ms is left
+ * to the caller.  Returns SCENE_EXIT_OK, _GOLDEN or _RUNTIME. */
+int scene_run_rounds(const scene_run_opts *o, hg_device *dev, scene_case *c, hg_trace *trace,
+                     scene_round *rounds, scene_report *rep);
 
 /* Fills first_ms and later_avg_ms from the rounds. */
 void scene_report_summarize(scene_report *r);
@@ -35,5 +45,9 @@ void scene_report_print_row(FILE *f, uint32_t round, const scene_round *sr);
 void scene_report_print_summary(FILE *f, const scene_report *r);
 /* HG_EIO if the file cannot be written; a file left part-written is removed. */
 int scene_report_write_json(const scene_report *r, const char *path);
+/* The report's JSON object, indented by `indent` spaces (compare nests it). */
+void scene_report_write_object(FILE *f, const scene_report *r, int indent);
+/* The params object {"name": value, ...}. */
+void scene_report_write_params(FILE *f, const scene *s, const int64_t *params);
 
 #endif

@@ -5,7 +5,10 @@
  * round the OUT and INOUT host buffers are restored to the contents they had
  * when the case was made, through hg_hostbuf_write (which bumps their
  * generation, as any user write between rounds would).  Without the restore
- * an INOUT like bgemm's C would accumulate round after round.
+ * an INOUT like bgemm's C would accumulate round after round.  Round 1
+ * restores them whole; later rounds write back only the ranges the previous
+ * round copied back (hg_runner_copied_back): nothing else changed, so a
+ * resident copy then uploads about what the graph wrote, not the buffer.
  *
  * Exit codes follow the CLI contract: 0 all golden passed or skipped, 1 a
  * golden check failed (all rounds still run, the reports still written), 2 a
@@ -25,20 +28,6 @@
 #include "base/clock.h"
 #include "scene/report.h"
 #include "scene/scene.h"
-
-int scene_residency_parse(const char *name, scene_residency *out)
-{
-    if (name != NULL && strcmp(name, "off") == 0) {
-        *out = SCENE_RESIDENCY_OFF;
-        return 0;
-    }
-    return HG_EINVAL;
-}
-
-const char *scene_residency_name(scene_residency r)
-{
-    return r == SCENE_RESIDENCY_OFF ? "off" : "?";
-}
 
 /* The directory a new file at `path` would go in, into dir; false if it
  * does not fit. */
@@ -69,7 +58,7 @@ static bool why_not(char *why, size_t whylen, const char *fmt, ...)
 /* True if a file could be written at `path`; else why not, in why.  Only
  * looks (stat, access): a probe that created the file would leave it behind
  * when a later round fails. */
-static bool output_writable(const char *path, char *why, size_t whylen)
+bool scene_output_writable(const char *path, char *why, size_t whylen)
 {
     struct stat st;
     char dir[4096];
@@ -105,7 +94,7 @@ static int check_output_paths(const scene_run_opts *o)
         return SCENE_EXIT_USAGE;
     }
     for (int i = 0; i < 2; i++) {
-        if (paths[i] != NULL && !output_writable(paths[i], why, sizeof why)) {
+        if (paths[i] != NULL && !scene_output_writable(paths[i], why, sizeof why)) {
             fprintf(o->err, "hostgraph: cannot write %s '%s': %s\n", what[i], paths[i], why);
             return SCENE_EXIT_USAGE;
         }
@@ -113,15 +102,13 @@ static int check_output_paths(const scene_run_opts *o)
     return 0;
 }
 
-/* The initial bytes of every OUT/INOUT arg, indexed like the case's args. */
-typedef struct snapshot {
-    void *bytes[SCENE_MAX_ARGS];
-} snapshot;
-
-static void snapshot_free(snapshot *s)
+void scene_snapshot_free(scene_snapshot *s)
 {
-    for (uint32_t i = 0; i < SCENE_MAX_ARGS; i++)
+    for (uint32_t i = 0; i < SCENE_MAX_ARGS; i++) {
         free(s->bytes[i]);
+        free(s->changed[i]);
+    }
+    memset(s, 0, sizeof *s);
 }
 
 static bool is_output(const hg_arg *a)
@@ -129,7 +116,7 @@ static bool is_output(const hg_arg *a)
     return a->dir == HG_OUT || a->dir == HG_INOUT;
 }
 
-static int snapshot_take(snapshot *s, const scene_case *c)
+int scene_snapshot_take(scene_snapshot *s, const scene_case *c)
 {
     memset(s, 0, sizeof *s);
     for (uint32_t i = 0; i < c->nargs; i++) {
@@ -138,7 +125,7 @@ static int snapshot_take(snapshot *s, const scene_case *c)
         size_t bytes = hg_hostbuf_size(c->args[i].tensor.host);
         s->bytes[i] = malloc(bytes > 0 ? bytes : 1);
         if (s->bytes[i] == NULL) {
-            snapshot_free(s);
+            scene_snapshot_free(s);
             return HG_ENOMEM;
         }
         memcpy(s->bytes[i], hg_hostbuf_data(c->args[i].tensor.host), bytes);
@@ -146,15 +133,55 @@ static int snapshot_take(snapshot *s, const scene_case *c)
     return 0;
 }
 
-static int snapshot_restore(const snapshot *s, scene_case *c)
+int scene_snapshot_restore(const scene_snapshot *s, scene_case *c)
 {
     for (uint32_t i = 0; i < c->nargs; i++) {
-        if (!is_output(&c->args[i]))
+        if (s->bytes[i] == NULL)
             continue;
         hg_hostbuf *hb = c->args[i].tensor.host;
         int rc = hg_hostbuf_write(hb, 0, s->bytes[i], hg_hostbuf_size(hb));
         if (rc != 0)
             return rc;
+    }
+    return 0;
+}
+
+int scene_snapshot_note_run(scene_snapshot *s, const scene_case *c, const hg_runner *r)
+{
+    for (uint32_t i = 0; i < c->nargs; i++) {
+        if (s->bytes[i] == NULL)
+            continue;
+        size_t n = 0;
+        int rc = hg_runner_copied_back(r, i, s->changed[i], s->cap_changed[i], &n);
+        if (rc == HG_ERANGE) {
+            hg_range *grown = realloc(s->changed[i], n * sizeof *grown);
+            if (grown == NULL)
+                return HG_ENOMEM;
+            s->changed[i] = grown;
+            s->cap_changed[i] = n;
+            rc = hg_runner_copied_back(r, i, s->changed[i], s->cap_changed[i], &n);
+        }
+        if (rc != 0)
+            return rc;
+        s->nchanged[i] = n;
+    }
+    s->noted = true;
+    return 0;
+}
+
+int scene_snapshot_restore_changed(scene_snapshot *s, scene_case *c)
+{
+    if (!s->noted)
+        return scene_snapshot_restore(s, c);
+    for (uint32_t i = 0; i < c->nargs; i++) {
+        for (size_t k = 0; s->bytes[i] != NULL && k < s->nchanged[i]; k++) {
+            const hg_range *r = &s->changed[i][k];
+            int rc = hg_hostbuf_write(c->args[i].tensor.host, r->lo,
+                                      (const char *)s->bytes[i] + r->lo, r->hi - r->lo);
+            if (rc != 0)
+                return rc;
+        }
+        s->nchanged[i] = 0;
     }
     return 0;
 }
@@ -179,9 +206,10 @@ static bool check_round(const scene_run_opts *o, const scene_case *c, uint32_t r
 }
 
 typedef struct round_loop {
-    uint64_t start_ns; /* what overall_ms counts from */
     hg_runner *runner;
-    snapshot initial;
+    scene_progress *progress; /* NULL unless a terminal watches */
+    scene_snapshot initial;
+    scene_mode_args mode; /* the args each round runs with */
     scene_round *rounds;
     uint32_t done;
     bool golden_failed;
@@ -194,13 +222,19 @@ static int run_rounds(const scene_run_opts *o, scene_case *c, round_loop *l)
         scene_report_print_header(o->out);
     for (uint32_t i = 0; i < o->rounds; i++) {
         scene_round *sr = &l->rounds[i];
-        int rc = snapshot_restore(&l->initial, c);
+        int rc = scene_snapshot_restore_changed(&l->initial, c);
         if (rc != 0) {
             fprintf(o->err, "hostgraph: round %u: cannot restore outputs: %s\n", i + 1,
                     hg_strerror(rc));
             return SCENE_EXIT_RUNTIME;
         }
-        rc = hg_runner_run(l->runner, &c->callable, c->args, c->nargs, &sr->stats);
+        scene_progress_round(l->progress, i + 1);
+        rc = hg_runner_run(l->runner, &c->callable, l->mode.args, c->nargs, &sr->stats);
+        scene_progress_round(l->progress, 0);
+        if (rc == 0 && scene_snapshot_note_run(&l->initial, c, l->runner) != 0) {
+            fprintf(o->err, "hostgraph: round %u: out of host memory\n", i + 1);
+            return SCENE_EXIT_RUNTIME;
+        }
         if (rc != 0) {
             const char *msg = hg_runner_errmsg(l->runner);
             fprintf(o->err, "hostgraph: round %u: %s\n", i + 1, *msg ? msg : hg_strerror(rc));
@@ -217,60 +251,88 @@ static int run_rounds(const scene_run_opts *o, scene_case *c, round_loop *l)
     return 0;
 }
 
-/* Writes the trace, the summary and the JSON once the rounds are done. */
-static int finish(const scene_run_opts *o, hg_device *dev, const round_loop *l, hg_trace *trace)
+/* Prepares the mode's args on a new runner (pin uploads here, timed as
+ * setup), runs the rounds, and fills rep (its rounds point into `rounds`,
+ * which the caller owns).  Returns 0, SCENE_EXIT_GOLDEN or
+ * SCENE_EXIT_RUNTIME (after one line on o->err). */
+int scene_run_rounds(const scene_run_opts *o, hg_device *dev, scene_case *c, hg_trace *trace,
+                     scene_round *rounds, scene_report *rep)
 {
-    if (trace != NULL && hg_trace_write_json(trace, o->trace_path) != 0) {
-        fprintf(o->err, "hostgraph: cannot write trace '%s'\n", o->trace_path);
-        return SCENE_EXIT_RUNTIME;
+    round_loop l = {.rounds = rounds};
+    hg_err err;
+    err_clear(&err);
+    int rc = SCENE_EXIT_RUNTIME;
+    if (scene_snapshot_take(&l.initial, c) != 0) {
+        fprintf(o->err, "hostgraph: out of host memory\n");
+        return rc;
     }
-    scene_report rep = {.scene = o->scene,
-                        .params = o->params,
-                        .device = hg_device_spec(dev),
-                        .residency = o->residency,
-                        .rounds = l->rounds,
-                        .nrounds = l->done};
-    scene_report_summarize(&rep);
-    rep.overall_ms = (double)(clock_now_ns() - l->start_ns) / 1e6;
-    scene_report_print_summary(o->out, &rep);
-    if (o->json_path != NULL && scene_report_write_json(&rep, o->json_path) != 0) {
-        fprintf(o->err, "hostgraph: cannot write JSON report '%s'\n", o->json_path);
-        return SCENE_EXIT_RUNTIME;
+    int hrc = hg_runner_open(dev, &l.runner);
+    if (hrc != 0) {
+        fprintf(o->err, "hostgraph: cannot open a runner: %s\n", hg_strerror(hrc));
+    } else if ((hrc = scene_mode_prepare(&l.mode, c, o->residency, dev, &err)) != 0) {
+        fprintf(o->err, "hostgraph: %s\n", *err.msg ? err.msg : hg_strerror(hrc));
+    } else {
+        hg_runner_set_trace(l.runner, trace);
+        hg_runner_set_verify(l.runner, o->verify);
+        if (!o->quiet && o->residency == SCENE_RESIDENCY_PIN)
+            fprintf(o->out, "setup: %.3f ms, %llu bytes host -> device (pinned IN args)\n",
+                    (double)l.mode.setup_ns / 1e6, (unsigned long long)l.mode.setup_h2d_bytes);
+        l.progress = scene_progress_start(o, l.runner);
+        rc = run_rounds(o, c, &l);
+        scene_progress_stop(l.progress);
+        if (rc == 0)
+            rc = l.golden_failed ? SCENE_EXIT_GOLDEN : SCENE_EXIT_OK;
     }
-    return l->golden_failed ? SCENE_EXIT_GOLDEN : SCENE_EXIT_OK;
+    /* Free the pinned buffers after the rounds, as the reference did. */
+    scene_mode_release(&l.mode, dev);
+    hg_runner_close(l.runner);
+    scene_snapshot_free(&l.initial);
+    *rep = (scene_report){.scene = o->scene,
+                          .params = o->params,
+                          .device = hg_device_spec(dev),
+                          .residency = o->residency,
+                          .verify = o->verify,
+                          .rounds = rounds,
+                          .nrounds = l.done,
+                          .setup_ms = (double)l.mode.setup_ns / 1e6,
+                          .setup_h2d_bytes = l.mode.setup_h2d_bytes};
+    scene_report_summarize(rep);
+    return rc;
 }
 
 int scene_run_case(const scene_run_opts *o, hg_device *dev, scene_case *c)
 {
-    round_loop l = {.start_ns = o->start_ns != 0 ? o->start_ns : clock_now_ns()};
+    const uint64_t start_ns = o->start_ns != 0 ? o->start_ns : clock_now_ns();
     hg_trace *trace = NULL;
     int rc = check_output_paths(o);
     if (rc != 0)
         return rc;
-    rc = SCENE_EXIT_RUNTIME;
-    l.rounds = calloc(o->rounds > 0 ? o->rounds : 1, sizeof *l.rounds);
-    if (l.rounds == NULL || snapshot_take(&l.initial, c) != 0) {
+    scene_round *rounds = calloc(o->rounds > 0 ? o->rounds : 1, sizeof *rounds);
+    if (rounds == NULL || (o->trace_path != NULL && hg_trace_create(&trace) != 0)) {
         fprintf(o->err, "hostgraph: out of host memory\n");
-        free(l.rounds);
+        free(rounds);
         return SCENE_EXIT_RUNTIME;
     }
-    int hrc = hg_runner_open(dev, &l.runner);
-    if (hrc == 0 && o->trace_path != NULL && (hrc = hg_trace_create(&trace)) == 0)
-        hg_runner_set_trace(l.runner, trace);
-    if (hrc != 0)
-        fprintf(o->err, "hostgraph: cannot open a runner: %s\n", hg_strerror(hrc));
-    else if ((rc = run_rounds(o, c, &l)) == 0)
-        rc = finish(o, dev, &l, trace);
-    else if (trace != NULL && hg_trace_write_json(trace, o->trace_path) != 0)
-        fprintf(o->err, "hostgraph: cannot write trace '%s'\n", o->trace_path);
+    scene_report rep;
+    rc = scene_run_rounds(o, dev, c, trace, rounds, &rep);
     /* A failed round still leaves its trace: the spans up to the failure are
      * what a user debugging it wants.  The JSON report has no form for a
      * round that did not finish, so it is written only after all rounds. */
-    hg_runner_close(l.runner);
+    if (trace != NULL && hg_trace_write_json(trace, o->trace_path) != 0) {
+        fprintf(o->err, "hostgraph: cannot write trace '%s'\n", o->trace_path);
+        rc = SCENE_EXIT_RUNTIME;
+    }
+    if (rc == SCENE_EXIT_OK || rc == SCENE_EXIT_GOLDEN) {
+        rep.overall_ms = (double)(clock_now_ns() - start_ns) / 1e6;
+        scene_report_print_summary(o->out, &rep);
+        if (o->json_path != NULL && scene_report_write_json(&rep, o->json_path) != 0) {
+            fprintf(o->err, "hostgraph: cannot write JSON report '%s'\n", o->json_path);
+            rc = SCENE_EXIT_RUNTIME;
+        }
+    }
     if (trace != NULL)
         hg_trace_destroy(trace);
-    snapshot_free(&l.initial);
-    free(l.rounds);
+    free(rounds);
     return rc;
 }
 
@@ -299,7 +361,9 @@ int scene_run(const scene_run_opts *o)
         fprintf(o->err, "hostgraph: scene '%s': %s\n", o->scene->name,
                 *err.msg ? err.msg : hg_strerror(rc));
         hg_device_close(dev);
-        return SCENE_EXIT_RUNTIME;
+        /* Params that do not fit together (a context past the rope table, a
+         * layer count the host cannot hold) are bad command-line values. */
+        return rc == HG_EINVAL || rc == HG_ERANGE ? SCENE_EXIT_USAGE : SCENE_EXIT_RUNTIME;
     }
     rc = scene_run_case(o, dev, c);
     scene_case_destroy(c);

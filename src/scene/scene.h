@@ -21,16 +21,28 @@
 #include "base/error.h"
 #include "hostgraph.h"
 
-#define SCENE_MAX_PARAMS 8
-#define SCENE_MAX_ARGS   16
+#define SCENE_MAX_PARAMS 16
+#define SCENE_MAX_ARGS   32
 #define SCENE_MAX_CHECKS 8
+
+/* A named value of a param ("preset=real"): the name stands for `value`. */
+typedef struct scene_param_value {
+    const char *name;
+    int64_t value;
+} scene_param_value;
 
 typedef struct scene_param {
     const char *name;
     int64_t def, min, max;
     const char *help;
     const char *alias; /* a second accepted key (an older spelling), or NULL */
+    /* Named values, ending with a NULL name; NULL when the param is a plain
+     * integer.  A param with names takes exactly those names. */
+    const scene_param_value *values;
 } scene_param;
+
+/* The name of value v of param p, or NULL when p has no name for it. */
+const char *scene_param_value_name(const scene_param *p, int64_t v);
 
 /* One checked output: arg `arg` of the case (a dense host tensor from element
  * 0) must match golden[i] within atol + rtol * |golden[i]| everywhere. */
@@ -42,8 +54,15 @@ typedef struct scene_check {
 } scene_check;
 
 typedef struct scene scene;
+typedef struct scene_case scene_case;
+typedef struct scene_check_result scene_check_result;
 
-typedef struct scene_case {
+/* A scene's own check of outputs too large for a golden per element (a KV
+ * cache of which a step writes a few rows): fills res as scene_case_check
+ * does for one output and returns res->pass. */
+typedef bool (*scene_check_fn)(const scene_case *c, scene_check_result *res);
+
+struct scene_case {
     const scene *scene;
     int64_t params[SCENE_MAX_PARAMS];
     hg_arg args[SCENE_MAX_ARGS];
@@ -51,8 +70,9 @@ typedef struct scene_case {
     hg_callable callable;
     scene_check checks[SCENE_MAX_CHECKS];
     uint32_t nchecks;
-    void *state; /* scene-private, freed by scene->destroy */
-} scene_case;
+    scene_check_fn check; /* run by scene_case_check after the checks; NULL: none */
+    void *state;          /* scene-private, freed by scene->destroy */
+};
 
 struct scene {
     const char *name;
@@ -75,6 +95,8 @@ struct scene {
 /* The scenes, one per file under scenes/, listed in registry.c's table. */
 extern const scene scene_vector_add;
 extern const scene scene_bgemm;
+extern const scene scene_paged_attention;
+extern const scene scene_qwen3_decode;
 
 /* The scene called `name`, or NULL. */
 const scene *scene_find(const char *name);
@@ -83,9 +105,11 @@ const scene *scene_at(uint32_t i);
 
 /* Writes every param's default into params[0..nparams). */
 void scene_params_default(const scene *s, int64_t *params);
-/* Applies one "KEY=VALUE" (VALUE a decimal integer).  HG_ENOTFOUND for an
- * unknown key, HG_EINVAL for a malformed pair or number, HG_ERANGE for a value
- * outside [min, max]; the message names the key and the value. */
+/* Applies one "KEY=VALUE" (VALUE a decimal integer, or one of the param's
+ * names when it has them).  HG_ENOTFOUND for an unknown key, HG_EINVAL for a
+ * malformed pair or number or an unknown name (the message lists the names),
+ * HG_ERANGE for a value outside [min, max]; the message names the key and the
+ * value. */
 int scene_param_set(const scene *s, int64_t *params, const char *key_value, hg_err *err);
 
 /* ------------------------------------------------------------------ cases */
@@ -125,22 +149,35 @@ int scene_orch_lookup(hg_orch *o, const char *const *names, uint32_t n, uint32_t
 
 /* ------------------------------------------------------------ golden check */
 
-typedef struct scene_check_result {
+struct scene_check_result {
     bool pass;
     const char *output; /* the first failing output's arg name, else the last checked */
     double max_abs_err, max_rel_err; /* of the failing output; if all pass, the worst of all */
     size_t first_bad;                /* first mismatching element; SIZE_MAX if none */
-} scene_check_result;
+};
 
-/* Compares every checked output with its golden.  Returns res->pass.  A NaN
- * in an output is a mismatch. */
+/* Compares every checked output with its golden, then runs the case's own
+ * check (c->check) if it has one.  Returns res->pass.  A NaN in an output is
+ * a mismatch. */
 bool scene_case_check(const scene_case *c, scene_check_result *res);
 
 /* ------------------------------------------------------------ scene runner */
 
-/* Residency of args across rounds.  Only OFF exists in this issue: every run
- * stages every arg.  Kept as a field so reports and the CLI already carry it. */
-typedef enum scene_residency { SCENE_RESIDENCY_OFF = 0 } scene_residency;
+/* Residency of args across rounds (modes.c):
+ *   OFF  every round stages every arg;
+ *   PIN  the reference design's explicit path: before the rounds, every
+ *        non-empty IN the orchestration does not read on the host
+ *        (scene.host_reads) is copied once into a user device buffer and
+ *        passed as a device view every round; freed after the rounds;
+ *   IN   every non-empty IN arg is HG_RESIDENT;
+ *   ALL  every non-empty IN and INOUT arg is HG_RESIDENT. */
+typedef enum scene_residency {
+    SCENE_RESIDENCY_OFF = 0,
+    SCENE_RESIDENCY_PIN,
+    SCENE_RESIDENCY_IN,
+    SCENE_RESIDENCY_ALL,
+    SCENE_RESIDENCY_COUNT
+} scene_residency;
 
 /* HG_EINVAL for any name but the known ones. */
 int scene_residency_parse(const char *name, scene_residency *out);
@@ -156,6 +193,7 @@ typedef struct scene_run_opts {
     int64_t params[SCENE_MAX_PARAMS];
     uint32_t rounds; /* >= 1 */
     scene_residency residency;
+    bool verify; /* hg_runner_set_verify: catch host writes that bypassed the API */
     bool skip_golden;
     const char *device_spec; /* NULL: "sim" */
     const char *json_path;   /* NULL: no JSON report */
@@ -182,5 +220,64 @@ int scene_run(const scene_run_opts *o);
  * directory missing, a directory itself, not writable, or both the same) is
  * SCENE_EXIT_USAGE with one line naming it; nothing is created. */
 int scene_run_case(const scene_run_opts *o, hg_device *dev, scene_case *c);
+
+/* progress.c: a progress line on stderr while a round runs longer than a
+ * second, only when stderr is a terminal and the run is not quiet (NULL
+ * otherwise: every call takes NULL).  round 0 says "between rounds". */
+typedef struct scene_progress scene_progress;
+scene_progress *scene_progress_start(const scene_run_opts *o, const hg_runner *r);
+void scene_progress_round(scene_progress *p, uint32_t round);
+void scene_progress_stop(scene_progress *p);
+
+/* The bytes of every OUT/INOUT arg of a case, indexed like its args: what
+ * each round (and each compared mode) starts from. */
+typedef struct scene_snapshot {
+    void *bytes[SCENE_MAX_ARGS];
+    /* The ranges the last noted run copied back, per arg. */
+    hg_range *changed[SCENE_MAX_ARGS];
+    size_t nchanged[SCENE_MAX_ARGS], cap_changed[SCENE_MAX_ARGS];
+    bool noted; /* a run was noted: restore only what changed */
+} scene_snapshot;
+
+int scene_snapshot_take(scene_snapshot *s, const scene_case *c);
+/* Writes them back whole through hg_hostbuf_write (generations move on). */
+int scene_snapshot_restore(const scene_snapshot *s, scene_case *c);
+/* Notes which ranges run r just copied back (hg_runner_copied_back). */
+int scene_snapshot_note_run(scene_snapshot *s, const scene_case *c, const hg_runner *r);
+/* Writes back only the ranges noted since the last restore (all of it when
+ * no run was noted yet), each through hg_hostbuf_write. */
+int scene_snapshot_restore_changed(scene_snapshot *s, scene_case *c);
+void scene_snapshot_free(scene_snapshot *s);
+
+/* True if a file could be written at `path` (looks only: creates nothing);
+ * else why not, in why. */
+bool scene_output_writable(const char *path, char *why, size_t whylen);
+
+/* ------------------------------------------------------------ modes.c */
+
+/* The args a mode runs the case with, and what pinning cost. */
+typedef struct scene_mode_args {
+    hg_arg args[SCENE_MAX_ARGS];
+    hg_devaddr pinned[SCENE_MAX_ARGS];  /* PIN: user device buffers to free, 0 if none */
+    uint64_t setup_ns, setup_h2d_bytes; /* PIN's one-time upload */
+} scene_mode_args;
+
+/* Fills m from the case's args for `mode` (PIN allocates and uploads; the
+ * message of a failure goes to err).  Undo with scene_mode_release. */
+int scene_mode_prepare(scene_mode_args *m, const scene_case *c, scene_residency mode,
+                       hg_device *dev, hg_err *err);
+void scene_mode_release(scene_mode_args *m, hg_device *dev);
+
+/* True if the scene's orchestration reads arg `name` on the host. */
+bool scene_reads_on_host(const scene *s, const char *name);
+
+/* ------------------------------------------------------------ compare.c */
+
+/* `hostgraph compare`: runs the case once per residency mode (off, pin, in,
+ * all), each on a fresh device of o->device_spec, in one process, and prints
+ * a row per mode against off; writes o->json_path (every mode's report) and
+ * svg_path (per-round wall time per mode) when set.  Returns a SCENE_EXIT_*
+ * code: 1 if any mode failed golden. */
+int scene_compare(const scene_run_opts *o, const char *svg_path);
 
 #endif

@@ -94,7 +94,12 @@ expect_rc "param without =" 2 run vector_add --param n
 expect_rc "rounds 0" 2 run vector_add --rounds 0
 expect_rc "rounds negative" 2 run vector_add --rounds -1
 expect_rc "rounds not a number" 2 run vector_add --rounds many
-expect_rc "residency in (not yet)" 2 run vector_add --residency in
+expect_rc "--svg without compare" 2 run vector_add --svg "$TMP/x.svg"
+expect_rc "--residency with compare" 2 compare vector_add --residency in
+expect_rc "--trace with compare" 2 compare vector_add --trace "$TMP/x.json"
+expect_rc "compare without scene" 2 compare
+expect_rc "compare svg in a missing directory" 2 compare vector_add --svg "$TMP/nodir/x.svg"
+check "compare: no table for a bad path" test ! -s "$TMP/out"
 expect_rc "residency bogus" 2 run vector_add --residency sometimes
 expect_rc "missing flag value" 2 run vector_add --rounds
 expect_rc "two scenes" 2 run vector_add bgemm
@@ -183,8 +188,66 @@ assert "bind" in names and any(n.startswith("exec") for n in names), names
 assert len(host) >= 3 * 4, len(host)
 EOF
 
+# ---- residency modes: every one passes, later rounds move what the mode implies
+for mode in off pin in all; do
+    expect_rc "bgemm --residency $mode exits 0" 0 run bgemm --rounds 3 --residency $mode \
+        --json "$TMP/mode-$mode.json"
+done
+expect_rc "--verify exits 0" 0 run bgemm --rounds 3 --residency all --verify
+expect_rc "pin run for its setup line" 0 run bgemm --rounds 2 --residency pin
+check "pin prints its setup line" grep -Eq '^setup: [0-9.]+ ms, 131072 bytes host -> device' \
+    "$TMP/out"
+check "pin summary has setup" grep -Eq 'setup [0-9.]+ ms \(131072 bytes\)$' "$TMP/out"
+check "mode JSON: residency fields and bytes per mode" python3 - "$TMP" <<'EOF'
+import json, sys
+MAT, CFG = 128 * 128 * 4, 32
+want_h2d = {"off": 3 * MAT + CFG, "pin": MAT + CFG, "in": MAT, "all": MAT}
+for mode, h2d in want_h2d.items():
+    r = json.load(open(f"{sys.argv[1]}/mode-{mode}.json"))
+    assert r["residency"] == mode and r["verify"] is False
+    for rd in r["rounds"]:
+        for k in ("resident_hits", "resident_bytes_skipped", "stale_uploads",
+                  "resident_staged", "evictions", "device_allocs"):
+            assert isinstance(rd[k], int) and rd[k] >= 0, (mode, k)
+    later = r["rounds"][1:]
+    assert all(rd["h2d_bytes"] == h2d for rd in later), (mode, [rd["h2d_bytes"] for rd in later])
+    assert all(rd["device_allocs"] == 0 for rd in later), mode
+    assert ("setup_ms" in r) == (mode == "pin"), mode
+    if mode == "pin":
+        assert r["setup_h2d_bytes"] == 2 * MAT and r["setup_ms"] > 0
+EOF
+
+# ---- compare: a row per mode, every mode's report in JSON, an SVG
+expect_rc "compare bgemm exits 0" 0 compare bgemm --rounds 3 --json "$TMP/cmp.json" \
+    --svg "$TMP/cmp.svg"
+check "compare prints a row per mode" test "$(grep -Ec '^(off|pin|in|all) ' "$TMP/out")" -eq 4
+check "compare header" grep -q '^mode  setup_ms  first_ms' "$TMP/out"
+check "compare JSON has every mode's report" python3 - "$TMP/cmp.json" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["scene"] == "bgemm" and isinstance(r["device"], str) and r["params"]["grid"] == 4
+assert sorted(r["modes"]) == ["all", "in", "off", "pin"]
+for mode, rep in r["modes"].items():
+    assert rep["residency"] == mode and len(rep["rounds"]) == 3
+    assert rep["params"] == r["params"], (mode, rep["params"])
+    assert all(rd["golden"] == "pass" for rd in rep["rounds"])
+    assert rep["overall_ms"] >= rep["first_ms"]
+assert r["modes"]["pin"]["setup_h2d_bytes"] == 2 * 128 * 128 * 4
+EOF
+check "compare SVG: a series per mode, axes labelled" python3 - "$TMP/cmp.svg" <<'EOF'
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+ns = "{http://www.w3.org/2000/svg}"
+assert root.tag == ns + "svg"
+assert len(root.findall(ns + "polyline")) == 4
+texts = [t.text for t in root.iter(ns + "text")]
+assert "round" in texts and any("wall time" in (t or "") for t in texts)
+assert all(m in texts for m in ("off", "pin", "in", "all"))
+EOF
+
 # ---- every scene `list` prints, at its defaults: 2 rounds, golden pass, JSON
 for scene in $SCENES; do
+    expect_rc "$scene compare at defaults exits 0" 0 compare "$scene" --rounds 2
     expect_rc "$scene at defaults exits 0" 0 run "$scene" --rounds 2 --json "$TMP/$scene.json"
     check "$scene at defaults: 2 rows, golden pass" test "$(grep -Ec '^[12] .* pass$' "$TMP/out")" -eq 2
     check "$scene at defaults: JSON parses, 2 passing rounds" python3 - "$TMP/$scene.json" "$scene" <<'EOF'

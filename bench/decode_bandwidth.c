@@ -1,0 +1,363 @@
+/*
+ * decode_bandwidth.c: is the decode step's projection kernel memory-bound?
+ *
+ * Measures, in one run, side by side:
+ *   1. a simple streaming read (sum of 64-bit words) over 1 GiB, on one and
+ *      on two threads: the machine's read bandwidth;
+ *   2. the projection kernel (kern_proj) at qwen3_decode preset=real's
+ *      shapes with 16 rows, its output columns split over two threads (as
+ *      the scene's column-tile tasks split it over cores): weight bytes read
+ *      per second, on the dispatched path and on the portable one;
+ *   3. qwen3_decode preset=real itself for a few rounds: per round wall,
+ *      execute, staging (bind + copy back) and the bytes the execute phase
+ *      reads (weights and the attention's cache rows) per second of it.
+ *
+ * usage: decode_bandwidth [REPS] [LAYERS] [DEVICE]   (defaults 7, 2, sim;
+ *        LAYERS 0 skips the scene)
+ * The stream and the kernel alternate rep by rep, so both see the same
+ * (shared, noisy) machine; best and median of REPS, as STREAM reports its
+ * best.  Ratios are what to compare across machines.
+ */
+#define _DEFAULT_SOURCE /* madvise */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "../scenes/kernels/kernels.h"
+#include "base/clock.h"
+#include "scene/scene.h"
+
+#define STREAM_BYTES (1ull << 30)
+#define ROWS         16
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* A second thread that lives for the whole benchmark, as the sim's core
+ * threads do: a thread created per measurement would pay first-touch page
+ * faults on its stack (the projection keeps ~70 KiB of scratch there). */
+typedef struct helper {
+    pthread_t thread;
+    pthread_barrier_t start, done;
+    void *(*fn)(void *); /* NULL: exit */
+    void *arg;
+} helper;
+
+static void *helper_main(void *arg)
+{
+    helper *h = arg;
+    for (;;) {
+        pthread_barrier_wait(&h->start);
+        if (h->fn == NULL)
+            return NULL;
+        h->fn(h->arg);
+        pthread_barrier_wait(&h->done);
+    }
+}
+
+static bool helper_start(helper *h)
+{
+    h->fn = NULL;
+    return pthread_barrier_init(&h->start, NULL, 2) == 0 &&
+           pthread_barrier_init(&h->done, NULL, 2) == 0 &&
+           pthread_create(&h->thread, NULL, helper_main, h) == 0;
+}
+
+static void helper_stop(helper *h)
+{
+    h->fn = NULL;
+    pthread_barrier_wait(&h->start);
+    pthread_join(h->thread, NULL);
+    pthread_barrier_destroy(&h->start);
+    pthread_barrier_destroy(&h->done);
+}
+
+/* Runs fn(mine) here and fn(theirs) on the helper (if h), in parallel. */
+static void run_pair(helper *h, void *(*fn)(void *), void *mine, void *theirs)
+{
+    if (h != NULL) {
+        h->fn = fn;
+        h->arg = theirs;
+        pthread_barrier_wait(&h->start);
+    }
+    fn(mine);
+    if (h != NULL)
+        pthread_barrier_wait(&h->done);
+}
+
+/* ------------------------------------------------------------ stream read */
+
+typedef struct stream_job {
+    const uint64_t *p;
+    size_t n;
+    uint64_t sum;
+} stream_job;
+
+static void *stream_read(void *arg)
+{
+    stream_job *j = arg;
+    uint64_t s[8] = {0};
+    for (size_t i = 0; i + 8 <= j->n; i += 8) {
+        for (int l = 0; l < 8; l++)
+            s[l] += j->p[i + (size_t)l];
+    }
+    j->sum = s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
+    return NULL;
+}
+
+/* GB/s of one read of buf, on this thread alone or with the helper. */
+static double stream_once(const uint64_t *buf, helper *h)
+{
+    size_t n = STREAM_BYTES / 8;
+    stream_job jobs[2] = {{buf, h != NULL ? n / 2 : n, 0}, {buf + n / 2, n / 2, 0}};
+    uint64_t start = clock_now_ns();
+    run_pair(h, stream_read, &jobs[0], &jobs[1]);
+    double gbps = (double)STREAM_BYTES / (double)(clock_now_ns() - start);
+    if (jobs[0].sum + jobs[1].sum == 42)
+        printf(" "); /* keep the sums live */
+    return gbps;
+}
+
+/* -------------------------------------------------------------- projection */
+
+/* One weight matrix and its activations, as a projection task sees them.
+ * The weights are on transparent huge pages, like the stream's buffer, unless
+ * small_pages: then on 4 KiB pages, as the sim device's arena has them today
+ * (a weight row's 2 KiB segments then cost a TLB miss each). */
+typedef struct proj_case {
+    const char *name;
+    size_t n, k;
+    bool small_pages;
+    uint16_t *w;
+    float *x, *y;
+    kern_mat xm;
+} proj_case;
+
+#define HUGE_PAGE (2u << 20)
+
+static bool proj_case_init(proj_case *pc)
+{
+    size_t bytes = (pc->n * pc->k * 2 + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    pc->w = aligned_alloc(HUGE_PAGE, bytes);
+    if (pc->w != NULL && !pc->small_pages)
+        (void)madvise(pc->w, bytes, MADV_HUGEPAGE);
+    pc->x = malloc(ROWS * pc->k * 4);
+    pc->y = malloc(ROWS * pc->n * 4);
+    if (pc->w == NULL || pc->x == NULL || pc->y == NULL)
+        return false;
+    for (size_t i = 0; i < pc->n * pc->k; i++)
+        pc->w[i] = kern_f32_to_bf16((float)((i * 2654435761u) % 2001) * 1e-3f - 1.0f);
+    for (size_t i = 0; i < ROWS * pc->k; i++)
+        pc->x[i] = (float)(i % 17) * 0.1f - 0.8f;
+    pc->xm = (kern_mat){(char *)pc->x, HG_F32, 1, ROWS, pc->k, 0, pc->k, 1};
+    return true;
+}
+
+typedef struct proj_job {
+    const kern_mat *x;
+    const uint16_t *w;
+    size_t n, k, ldy;
+    float *y;
+} proj_job;
+
+static void *proj_run(void *arg)
+{
+    proj_job *j = arg;
+    kern_proj(j->x, j->w, j->n, j->k, j->k, j->y, j->ldy);
+    return NULL;
+}
+
+/* GB/s of weights read by one y = x . w^T with the output columns split
+ * over two threads. */
+static double proj_once(const proj_case *pc, helper *h)
+{
+    size_t half = pc->n / 2, k = pc->k;
+    proj_job jobs[2] = {{&pc->xm, pc->w, half, k, pc->n, pc->y},
+                        {&pc->xm, pc->w + half * k, pc->n - half, k, pc->n, pc->y + half}};
+    uint64_t start = clock_now_ns();
+    run_pair(h, proj_run, &jobs[0], &jobs[1]);
+    return (double)(pc->n * k * 2) / (double)(clock_now_ns() - start);
+}
+
+/* ------------------------------------------------------------- the scene */
+
+typedef struct scene_log {
+    double wall[64], exec[64], staging[64];
+    uint64_t h2d, d2h;
+    uint32_t rounds;
+} scene_log;
+
+static void note_round(void *user, uint32_t round, const scene_case *c, const hg_run_stats *s)
+{
+    scene_log *log = user;
+    if (round > 64)
+        return;
+    log->wall[round - 1] = (double)s->wall_ns / 1e6;
+    log->exec[round - 1] = (double)s->exec_ns / 1e6;
+    log->staging[round - 1] = (double)(s->bind_ns + s->copyback_ns) / 1e6;
+    log->h2d = s->h2d_bytes;
+    log->d2h = s->d2h_bytes;
+    log->rounds = round;
+}
+
+/* Bytes the execute phase must read: every weight, and the cache rows the
+ * attention reads (each sequence's tokens, K and V, every layer). */
+static double exec_read_bytes(const scene_case *c)
+{
+    double bytes = 0.0;
+    for (uint32_t i = 0; i < c->nargs; i++) {
+        const char *name = c->args[i].name;
+        if (c->args[i].dir == HG_IN && c->args[i].tensor.dtype == HG_BF16 &&
+            strcmp(name, "hidden_states") != 0)
+            bytes += (double)hg_hostbuf_size(c->args[i].tensor.host);
+    }
+    const hg_tensor *kc = NULL;
+    const int32_t *lens = NULL;
+    size_t batch = 0;
+    for (uint32_t i = 0; i < c->nargs; i++) {
+        if (strcmp(c->args[i].name, "k_cache") == 0)
+            kc = &c->args[i].tensor;
+        if (strcmp(c->args[i].name, "seq_lens") == 0) {
+            lens = scene_case_data(c, i);
+            batch = c->args[i].tensor.shape[0];
+        }
+    }
+    for (size_t b = 0; kc != NULL && lens != NULL && b < batch; b++)
+        bytes += 2.0 * (double)kc->shape[0] * (double)lens[b] *
+                 (double)(kc->shape[3] * kc->shape[4]) * 2;
+    return bytes;
+}
+
+static int run_scene(int reps, const char *layers, const char *spec, double stream2)
+{
+    const scene *s = scene_find("qwen3_decode");
+    scene_log log = {0};
+    scene_run_opts o = {.scene = s,
+                        .rounds = (uint32_t)reps + 1,
+                        .quiet = true,
+                        .skip_golden = true,
+                        .on_round = note_round,
+                        .on_round_user = &log,
+                        .out = stdout,
+                        .err = stderr};
+    char kv[64];
+    snprintf(kv, sizeof kv, "layers=%s", layers);
+    scene_params_default(s, o.params);
+    if (scene_param_set(s, o.params, "preset=real", NULL) != 0 ||
+        scene_param_set(s, o.params, kv, NULL) != 0)
+        return 2;
+    hg_device *dev = NULL;
+    scene_case *c = NULL;
+    hg_err err;
+    err_clear(&err);
+    if (hg_device_open(spec, &dev, NULL, 0) != 0 || scene_case_make(s, o.params, &c, &err) != 0) {
+        fprintf(stderr, "decode_bandwidth: %s\n", err.msg);
+        hg_device_close(dev);
+        return 3;
+    }
+    int rc = scene_run_case(&o, dev, c);
+    double bytes = exec_read_bytes(c);
+    scene_case_destroy(c);
+    hg_device_close(dev);
+    if (rc != 0 || log.rounds < 2)
+        return 3;
+    int later = (int)log.rounds - 1; /* round 1 pays first-touch page faults */
+    double first_exec = log.exec[0];
+    double wall = median(log.wall + 1, later), exec = median(log.exec + 1, later);
+    double staging = median(log.staging + 1, later);
+    printf("\nqwen3_decode preset=real %s on %s, %d later rounds (median):\n", kv, spec, later);
+    printf("  round 1 wall %.1f ms (exec %.1f ms); later rounds wall %.1f ms, exec %.1f ms, "
+           "staging (bind + copy back) %.1f ms\n",
+           log.wall[0], first_exec, wall, exec, staging);
+    printf("  h2d %llu bytes, d2h %llu bytes per round\n", (unsigned long long)log.h2d,
+           (unsigned long long)log.d2h);
+    printf("  execute reads %.0f MB of weights and cache: %.2f GB/s, %.2f of the 2-thread "
+           "stream's best\n",
+           bytes / 1e6, bytes / (exec * 1e6), bytes / (exec * 1e6) / stream2);
+    return 0;
+}
+
+#define NSHAPES 4
+
+/* Stream and kernels interleaved rep by rep, so that both see the same
+ * machine (it is shared: other load lowers both); best and median of each. */
+static int measure(int reps, double *stream2_best)
+{
+    uint64_t *buf =
+        mmap(NULL, STREAM_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    proj_case pc[NSHAPES] = {
+        {.name = "wq/wo 5120x5120", .n = 5120, .k = 5120},
+        {.name = "w_gate/w_up 17408x5120", .n = 17408, .k = 5120},
+        {.name = "w_down 5120x17408", .n = 5120, .k = 17408},
+        {.name = "w_gate, 4 KiB pages", .n = 17408, .k = 5120, .small_pages = true}};
+    if (buf == MAP_FAILED)
+        return 3;
+    (void)madvise(buf, STREAM_BYTES, MADV_HUGEPAGE);
+    memset(buf, 1, STREAM_BYTES); /* first touch outside the timing */
+    for (int i = 0; i < NSHAPES; i++) {
+        if (!proj_case_init(&pc[i]))
+            return 3;
+    }
+    double s1[64], s2[64], fast[NSHAPES][64], portable[NSHAPES][3];
+    helper h;
+    if (!helper_start(&h))
+        return 3;
+    kern_force_portable(false);
+    const char *path = kern_path();
+    for (int r = 0; r < reps; r++) {
+        s1[r] = stream_once(buf, NULL);
+        s2[r] = stream_once(buf, &h);
+        for (int i = 0; i < NSHAPES; i++)
+            fast[i][r] = proj_once(&pc[i], &h);
+    }
+    kern_force_portable(true);
+    for (int r = 0; r < 3; r++) {
+        for (int i = 0; i < NSHAPES; i++)
+            portable[i][r] = proj_once(&pc[i], &h);
+    }
+    kern_force_portable(false);
+    helper_stop(&h);
+    munmap(buf, STREAM_BYTES);
+    /* median() sorts, so the best is then the last */
+    double s1_med = median(s1, reps), s1_best = s1[reps - 1];
+    double s2_med = median(s2, reps), s2_best = s2[reps - 1];
+    printf("stream read of 1 GiB, %d reps, best / median GB/s: 1 thread %.2f / %.2f, "
+           "2 threads %.2f / %.2f\n",
+           reps, s1_best, s1_med, s2_best, s2_med);
+    printf("projection, 16 rows, 2 threads, GB/s of weights, best / median (ratio to the "
+           "2-thread stream's best / median); portable path median:\n");
+    for (int i = 0; i < NSHAPES; i++) {
+        double med = median(fast[i], reps), best = fast[i][reps - 1];
+        printf("  %-24s %s %6.2f / %6.2f (%.2f / %.2f)   portable %5.2f\n", pc[i].name, path, best,
+               med, best / s2_best, med / s2_med, median(portable[i], 3));
+        free(pc[i].w);
+        free(pc[i].x);
+        free(pc[i].y);
+    }
+    *stream2_best = s2_best;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int reps = argc > 1 ? atoi(argv[1]) : 7;
+    const char *layers = argc > 2 ? argv[2] : "2";
+    const char *spec = argc > 3 ? argv[3] : "sim";
+    reps = reps < 1 ? 1 : reps > 63 ? 63 : reps;
+    double stream2 = 0.0;
+    int rc = measure(reps, &stream2);
+    if (rc != 0 || strcmp(layers, "0") == 0) /* LAYERS 0: the kernel only */
+        return rc;
+    return run_scene(reps, layers, spec, stream2);
+}

@@ -1,0 +1,408 @@
+/*
+ * attention.c: paged attention in four kernels (kernels.h gives the math
+ * and the args).  A chunk's scores, probabilities and partial output are
+ * f32 in run-owned scratch; the merge applies the online-softmax rescaling
+ * e^(m_c - M) to each chunk's sum and partial output.
+ *
+ * Every kernel checks its views' shapes and returns 1 (failing the run,
+ * naming the kernel) when they do not agree, never reading out of bounds.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "kernels.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define ATTN_HAVE_X86 1
+/* The same loops compiled for AVX-512 (zmm-wide): chosen at run time. */
+#define ATTN_AVX512                                                                                \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,prefer-vector-width=512")))
+#else
+#define ATTN_HAVE_X86 0
+#endif
+#define ATTN_INLINE __attribute__((always_inline)) static inline
+
+/* Dot product of n floats in 16 partial sums (vectorizes without
+ * reassociation), then the tail. */
+ATTN_INLINE float dotf(const float *a, const float *b, size_t n)
+{
+    float lane[16] = {0};
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        for (int l = 0; l < 16; l++)
+            lane[l] += a[i + (size_t)l] * b[i + (size_t)l];
+    }
+    for (int width = 8; width > 0; width /= 2) {
+        for (int l = 0; l < width; l++)
+            lane[l] += lane[l + width];
+    }
+    for (; i < n; i++)
+        lane[0] += a[i] * b[i];
+    return lane[0];
+}
+
+/* e^x for x <= 0 (a softmax's scores minus their max), relative error
+ * ~2e-7: x = n ln2 + r with |r| <= ln2 / 2, e^r by its degree-6 Taylor
+ * polynomial, 2^n through the exponent bits.  Plain arithmetic, so it
+ * vectorizes; a call to expf does not. */
+ATTN_INLINE float exp_nonpositive(float x)
+{
+    union {
+        uint32_t u;
+        float f;
+    } pow2;
+    x = x < -87.0f ? -87.0f : x;
+    int n = (int)(x * 1.44269504f - 0.5f); /* round to nearest for x <= 0 */
+    float r = x - (float)n * 0.693359375f + (float)n * 2.12194440e-4f;
+    float p =
+        1.0f +
+        r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r / 720)))));
+    pow2.u = (uint32_t)(n + 127) << 23;
+    return p * pow2.f;
+}
+
+/* A chunk's cache blocks: args[first .. first + nb), each bf16
+ * [block_size, kv_heads, D] with dense rows.  False if they disagree. */
+typedef struct chunk_blocks {
+    const hg_kview *blocks;
+    size_t nb, block_size, kv_heads, d;
+} chunk_blocks;
+
+static bool blocks_of(const hg_kernel_ctx *ctx, uint32_t first, uint32_t nb, chunk_blocks *cb)
+{
+    if (nb == 0 || nb > KERN_ATTN_MAX_BLOCKS || first + nb > ctx->nargs)
+        return false;
+    const hg_kview *b0 = &ctx->args[first];
+    *cb = (chunk_blocks){b0, nb, b0->shape[0], b0->shape[1], b0->shape[2]};
+    for (uint32_t i = 0; i < nb; i++) {
+        const hg_kview *b = &ctx->args[first + i];
+        if (b->dtype != HG_BF16 || b->ndims != 3 || b->shape[0] != cb->block_size ||
+            b->shape[1] != cb->kv_heads || b->shape[2] != cb->d || b->strides[2] != 1 ||
+            b->strides[1] != cb->d || b->strides[0] != cb->kv_heads * cb->d)
+            return false;
+    }
+    return cb->block_size > 0 && cb->kv_heads > 0 && cb->d > 0;
+}
+
+/* Token t's row for kv head g, widened to f32. */
+ATTN_INLINE void block_row(const chunk_blocks *cb, size_t t, size_t g, float *out)
+{
+    const hg_kview *b = &cb->blocks[t / cb->block_size];
+    const uint16_t *src =
+        (const uint16_t *)b->data + (t % cb->block_size) * b->strides[0] + g * cb->d;
+    for (size_t i = 0; i < cb->d; i++)
+        out[i] = kern_bf16_to_f32(src[i]);
+}
+
+/* A dense f32 [rows, cols] view (2-D, or 3-D [1, rows, cols]). */
+static float *dense_f32(const hg_kview *v, size_t rows, size_t cols)
+{
+    uint32_t d = v->ndims;
+    if (v->dtype != HG_F32 || d < 2 || d > 3 || (d == 3 && v->shape[0] != 1) ||
+        v->shape[d - 2] != rows || v->shape[d - 1] != cols || v->strides[d - 1] != 1 ||
+        v->strides[d - 2] != cols)
+        return NULL;
+    return v->data;
+}
+
+/* What the token loops of QK and PV need: the chunk's blocks, the heads
+ * per kv head, the tokens, and the scores or probabilities [heads][ctok]. */
+typedef struct chunk_job {
+    const chunk_blocks *cb;
+    size_t group, tokens, ctok;
+    float *scores;  /* QK: written; PV: read only */
+    const float *q; /* QK: heads x d */
+    float scale;
+    float *part; /* PV: heads x d, accumulated */
+    float *row;  /* d floats of scratch */
+} chunk_job;
+
+/* scores[h][t] = scale * q[h] . K[t][h / group] */
+ATTN_INLINE void qk_tokens(const chunk_job *j)
+{
+    size_t d = j->cb->d;
+    for (size_t t = 0; t < j->tokens; t++) {
+        for (size_t g = 0; g < j->cb->kv_heads; g++) {
+            block_row(j->cb, t, g, j->row);
+            for (size_t h = g * j->group; h < (g + 1) * j->group; h++)
+                j->scores[h * j->ctok + t] = j->scale * dotf(j->q + h * d, j->row, d);
+        }
+    }
+}
+
+/* part[h] += p[h][t] V[t][h / group] */
+ATTN_INLINE void pv_tokens(const chunk_job *j)
+{
+    size_t d = j->cb->d;
+    for (size_t t = 0; t < j->tokens; t++) {
+        for (size_t g = 0; g < j->cb->kv_heads; g++) {
+            block_row(j->cb, t, g, j->row);
+            for (size_t h = g * j->group; h < (g + 1) * j->group; h++) {
+                float w = j->scores[h * j->ctok + t];
+                float *out = j->part + h * d;
+                for (size_t i = 0; i < d; i++)
+                    out[i] += w * j->row[i];
+            }
+        }
+    }
+}
+
+/* One row of scores in place: p = e^(s - max) over its first n; returns
+ * (max, sum) through m and l.  16 partial maxima and sums: vectorizable. */
+ATTN_INLINE void softmax_row(float *row, size_t n, float *m, float *l)
+{
+    float lane[16];
+    for (int k = 0; k < 16; k++)
+        lane[k] = -INFINITY;
+    size_t t = 0;
+    for (; t + 16 <= n; t += 16) {
+        for (int k = 0; k < 16; k++)
+            lane[k] = row[t + (size_t)k] > lane[k] ? row[t + (size_t)k] : lane[k];
+    }
+    float mx = -INFINITY;
+    for (int k = 0; k < 16; k++)
+        mx = lane[k] > mx ? lane[k] : mx;
+    for (; t < n; t++)
+        mx = row[t] > mx ? row[t] : mx;
+    for (t = 0; t < n; t++)
+        row[t] = exp_nonpositive(row[t] - mx);
+    float sum = 0.0f;
+    for (int k = 0; k < 16; k++)
+        lane[k] = 0.0f;
+    for (t = 0; t + 16 <= n; t += 16) {
+        for (int k = 0; k < 16; k++)
+            lane[k] += row[t + (size_t)k];
+    }
+    for (int k = 0; k < 16; k++)
+        sum += lane[k];
+    for (; t < n; t++)
+        sum += row[t];
+    *m = mx;
+    *l = sum;
+}
+
+static void qk_portable(const chunk_job *j)
+{
+    qk_tokens(j);
+}
+
+static void pv_portable(const chunk_job *j)
+{
+    pv_tokens(j);
+}
+
+static void softmax_portable(float *row, size_t n, float *m, float *l)
+{
+    softmax_row(row, n, m, l);
+}
+
+#if ATTN_HAVE_X86
+#include <immintrin.h>
+
+/* qk_tokens with the dot products in zmm registers and one horizontal add
+ * each (compilers turn dotf's 16 partial sums into a trip through memory);
+ * the portable loop where D is not a multiple of 16. */
+ATTN_AVX512 static void qk_avx512(const chunk_job *j)
+{
+    size_t d = j->cb->d;
+    if (d % 16 != 0) {
+        qk_tokens(j);
+        return;
+    }
+    for (size_t t = 0; t < j->tokens; t++) {
+        for (size_t g = 0; g < j->cb->kv_heads; g++) {
+            block_row(j->cb, t, g, j->row);
+            for (size_t h = g * j->group; h < (g + 1) * j->group; h++) {
+                const float *q = j->q + h * d;
+                __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+                size_t i = 0;
+                for (; i + 32 <= d; i += 32) {
+                    a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + i), _mm512_loadu_ps(j->row + i), a0);
+                    a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + i + 16),
+                                         _mm512_loadu_ps(j->row + i + 16), a1);
+                }
+                if (i < d)
+                    a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + i), _mm512_loadu_ps(j->row + i), a0);
+                j->scores[h * j->ctok + t] = j->scale * _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+            }
+        }
+    }
+}
+
+ATTN_AVX512 static void pv_avx512(const chunk_job *j)
+{
+    pv_tokens(j);
+}
+
+ATTN_AVX512 static void softmax_avx512(float *row, size_t n, float *m, float *l)
+{
+    softmax_row(row, n, m, l);
+}
+#endif
+
+static void run_qk(const chunk_job *j)
+{
+#if ATTN_HAVE_X86
+    if (kern_use_avx512bf16()) {
+        qk_avx512(j);
+        return;
+    }
+#endif
+    qk_portable(j);
+}
+
+static void run_pv(const chunk_job *j)
+{
+#if ATTN_HAVE_X86
+    if (kern_use_avx512bf16()) {
+        pv_avx512(j);
+        return;
+    }
+#endif
+    pv_portable(j);
+}
+
+static void run_softmax(float *row, size_t n, float *m, float *l)
+{
+#if ATTN_HAVE_X86
+    if (kern_use_avx512bf16()) {
+        softmax_avx512(row, n, m, l);
+        return;
+    }
+#endif
+    softmax_portable(row, n, m, l);
+}
+
+static int qk_task(const hg_kernel_ctx *ctx)
+{
+    kern_mat q;
+    chunk_blocks cb;
+    if (ctx->nargs < 3 || ctx->nscalars != 2 || !kern_mat_of(&ctx->args[0], &q) || q.rows != 1 ||
+        !blocks_of(ctx, 1, ctx->nargs - 2, &cb))
+        return 1;
+    const hg_kview *sv = &ctx->args[ctx->nargs - 1];
+    size_t hd = kern_mat_cols(&q), h_count = hd / cb.d, ctok = sv->ndims == 2 ? sv->shape[1] : 0;
+    size_t tokens = (size_t)ctx->scalars[0];
+    float scale = (float)hg_scalar_as_f64(ctx->scalars[1]);
+    float *s = dense_f32(sv, h_count, ctok);
+    if (s == NULL || hd % cb.d != 0 || h_count % cb.kv_heads != 0 || tokens > ctok ||
+        tokens > cb.nb * cb.block_size)
+        return 1;
+    size_t group = h_count / cb.kv_heads;
+    float *qf = malloc((hd + cb.d) * sizeof(float));
+    if (qf == NULL)
+        return 1;
+    float *kf = qf + hd;
+    kern_mat_get_row(&q, 0, qf);
+    chunk_job job = {.cb = &cb,
+                     .group = group,
+                     .tokens = tokens,
+                     .ctok = ctok,
+                     .scores = s,
+                     .q = qf,
+                     .scale = scale,
+                     .row = kf};
+    run_qk(&job);
+    for (size_t h = 0; h < h_count; h++) {
+        for (size_t t = tokens; t < ctok; t++)
+            s[h * ctok + t] = -INFINITY;
+    }
+    free(qf);
+    return 0;
+}
+
+static int softmax_task(const hg_kernel_ctx *ctx)
+{
+    if (ctx->nargs != 2 || ctx->nscalars != 1 || ctx->args[0].ndims != 2)
+        return 1;
+    size_t h_count = ctx->args[0].shape[0], ctok = ctx->args[0].shape[1];
+    size_t tokens = (size_t)ctx->scalars[0];
+    float *s = dense_f32(&ctx->args[0], h_count, ctok);
+    float *stats = dense_f32(&ctx->args[1], h_count, 2);
+    if (s == NULL || stats == NULL || tokens > ctok)
+        return 1;
+    for (size_t h = 0; h < h_count; h++) {
+        float *row = s + h * ctok;
+        run_softmax(row, tokens, &stats[2 * h], &stats[2 * h + 1]);
+        for (size_t t = tokens; t < ctok; t++)
+            row[t] = 0.0f;
+    }
+    return 0;
+}
+
+static int pv_task(const hg_kernel_ctx *ctx)
+{
+    chunk_blocks cb;
+    if (ctx->nargs < 3 || ctx->nscalars != 1 || ctx->args[0].ndims != 2 ||
+        !blocks_of(ctx, 1, ctx->nargs - 2, &cb))
+        return 1;
+    size_t h_count = ctx->args[0].shape[0], ctok = ctx->args[0].shape[1];
+    size_t tokens = (size_t)ctx->scalars[0];
+    const float *p = dense_f32(&ctx->args[0], h_count, ctok);
+    float *part = dense_f32(&ctx->args[ctx->nargs - 1], h_count, cb.d);
+    if (p == NULL || part == NULL || h_count % cb.kv_heads != 0 || tokens > ctok ||
+        tokens > cb.nb * cb.block_size)
+        return 1;
+    size_t group = h_count / cb.kv_heads;
+    float *vf = malloc(cb.d * sizeof(float));
+    if (vf == NULL)
+        return 1;
+    for (size_t i = 0; i < h_count * cb.d; i++)
+        part[i] = 0.0f;
+    chunk_job job = {.cb = &cb,
+                     .group = group,
+                     .tokens = tokens,
+                     .ctok = ctok,
+                     .scores = (float *)p,
+                     .part = part,
+                     .row = vf};
+    run_pv(&job);
+    free(vf);
+    return 0;
+}
+
+static int merge_task(const hg_kernel_ctx *ctx)
+{
+    kern_mat out;
+    const hg_kview *st = &ctx->args[0], *pv = &ctx->args[1];
+    if (ctx->nargs != 3 || st->ndims != 3 || pv->ndims != 3 || !kern_mat_of(&ctx->args[2], &out) ||
+        out.rows != 1)
+        return 1;
+    size_t chunks = st->shape[0], h_count = st->shape[1], d = pv->shape[2];
+    size_t hd = kern_mat_cols(&out);
+    if (st->dtype != HG_F32 || pv->dtype != HG_F32 || st->shape[2] != 2 || st->strides[2] != 1 ||
+        st->strides[1] != 2 || st->strides[0] != 2 * h_count || pv->shape[0] != chunks ||
+        pv->shape[1] != h_count || pv->strides[2] != 1 || pv->strides[1] != d ||
+        pv->strides[0] != h_count * d || hd != h_count * d)
+        return 1;
+    const float *stats = st->data, *parts = pv->data;
+    float *o = malloc(hd * sizeof(float));
+    if (o == NULL)
+        return 1;
+    for (size_t h = 0; h < h_count; h++) {
+        float m = -INFINITY, l = 0.0f;
+        for (size_t c = 0; c < chunks; c++)
+            m = stats[(c * h_count + h) * 2] > m ? stats[(c * h_count + h) * 2] : m;
+        float *oh = o + h * d;
+        for (size_t i = 0; i < d; i++)
+            oh[i] = 0.0f;
+        for (size_t c = 0; c < chunks && m > -INFINITY; c++) {
+            float wc = expf(stats[(c * h_count + h) * 2] - m);
+            l += wc * stats[(c * h_count + h) * 2 + 1];
+            const float *ph = parts + (c * h_count + h) * d;
+            for (size_t i = 0; i < d; i++)
+                oh[i] += wc * ph[i];
+        }
+        float inv = l > 0.0f ? 1.0f / l : 0.0f;
+        for (size_t i = 0; i < d; i++)
+            oh[i] *= inv;
+    }
+    kern_mat_put_row(&out, 0, o);
+    free(o);
+    return 0;
+}
+
+const hg_kernel kern_attn_qk = {"attn_qk", qk_task, HG_CORE_CUBE};
+const hg_kernel kern_attn_softmax = {"attn_softmax", softmax_task, HG_CORE_VECTOR};
+const hg_kernel kern_attn_pv = {"attn_pv", pv_task, HG_CORE_CUBE};
+const hg_kernel kern_attn_merge = {"attn_merge", merge_task, HG_CORE_VECTOR};

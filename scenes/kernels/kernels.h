@@ -1,0 +1,133 @@
+/*
+ * kernels.h: the kernels the real-workload scenes share: a bf16-weight
+ * projection (the decode step's hot spot) and the four steps of paged
+ * attention, plus the matrix views they read and write.
+ *
+ * Tiled matrices.  A projection's output is cut into column tiles and each
+ * task writes one.  The graph takes a strided view's whole extent, so for a
+ * task's OUT view to be exactly the bytes it writes (and column tiles not to
+ * serialise on false overlaps), tiles are stored one after another,
+ * [ntiles][rows][tcols].  A kernel arg that reads such a matrix is a 3-D view
+ * [ntiles, rows, tcols]; a plain row-major matrix is the 2-D [rows, cols], a
+ * single row the 1-D [cols].  kern_mat reads any of them, f32 or bf16.
+ *
+ * Precision: bf16 values are widened exactly; f32 -> bf16 rounds to nearest
+ * even.  Sums accumulate in f32.
+ */
+#ifndef HG_SCENES_KERNELS_KERNELS_H
+#define HG_SCENES_KERNELS_KERNELS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "hostgraph.h"
+
+/* ------------------------------------------------------------------ bf16 */
+
+static inline float kern_bf16_to_f32(uint16_t b)
+{
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* Round to nearest even; NaN stays NaN (quiet). */
+static inline uint16_t kern_f32_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+/* ------------------------------------------------------- tiled matrices */
+
+typedef struct kern_mat {
+    char *data;
+    hg_dtype dtype; /* HG_F32 or HG_BF16 */
+    size_t ntiles, rows, tcols;
+    size_t s_tile, s_row, s_col; /* element strides */
+} kern_mat;
+
+/* Reads a kernel view as a tiled matrix; false for another dtype or dims. */
+bool kern_mat_of(const hg_kview *v, kern_mat *m);
+
+static inline size_t kern_mat_cols(const kern_mat *m)
+{
+    return m->ntiles * m->tcols;
+}
+
+/* Row r as cols floats into dst / from src (rounded for bf16). */
+void kern_mat_get_row(const kern_mat *m, size_t r, float *dst);
+/* Columns [c0, c0 + n) of row r into dst. */
+void kern_mat_get_span(const kern_mat *m, size_t r, size_t c0, size_t n, float *dst);
+void kern_mat_put_row(const kern_mat *m, size_t r, const float *src);
+
+/* ----------------------------------------------------------- projection */
+
+/*
+ * y[r][j] = sum_k bf16(x[r][k]) * w[j][k] for r < x->rows, j < n, with
+ * f32 accumulation: activations are rounded to bf16 (as a bf16 model's
+ * linear layers see them) on every path, so the paths differ only in the
+ * order of f32 additions.  w is bf16 [n][k] with row stride ldw (k
+ * contiguous, as nn.Linear stores weights); y is f32 with row stride ldy.
+ * Allocates nothing (its scratch is up to ~140 KiB of stack).  Returns 0.
+ */
+int kern_proj(const kern_mat *x, const uint16_t *w, size_t n, size_t k, size_t ldw, float *y,
+              size_t ldy);
+
+/* The projection as a task (cube core).  Args: x (IN, tiled [rows x K]),
+ * w (IN, bf16 [n, K] or [1, n, K], K contiguous), y (OUT, f32 [rows, n] or
+ * [1, rows, n], rows contiguous).  Fails (1) on shapes that do not agree. */
+extern const hg_kernel kern_proj_kernel;
+
+/* ------------------------------------------------------------- dispatch */
+
+/* True when the kernels take their AVX-512 paths: the CPU has AVX-512 F,
+ * BW, VL, DQ and BF16 (vdpbf16ps) and the portable paths are not forced. */
+bool kern_use_avx512bf16(void);
+/* "avx512bf16" or "portable": the path kern_use_avx512bf16 picks. */
+const char *kern_path(void);
+/* Forces the portable paths (true) or restores dispatch (false), for tests
+ * and benchmarks.  The environment variable HG_KERNELS=portable forces them
+ * from the start. */
+void kern_force_portable(bool on);
+
+/* -------------------------------------------------------- paged attention */
+
+/*
+ * One sequence's attention over its context is cut into chunks of whole
+ * cache blocks; each chunk is three tasks, and a final merge combines them:
+ *
+ *   attn_qk      (cube)   scores[h][t] = scale * q[h] . K[t][h / group]
+ *   attn_softmax (vector) m = max_t scores[h], p = exp(scores - m) in place,
+ *                         l = sum_t p: the chunk's running max and sum
+ *   attn_pv      (cube)   part[h] = sum_t p[h][t] V[t][h / group]
+ *   attn_merge   (vector) out[h] = sum_c e^(m_c - M) part_c[h] / sum_c e^(m_c - M) l_c,
+ *                         M = max_c m_c (the online-softmax combination)
+ *
+ * Cache blocks are [block_size, kv_heads, D] bf16 views (one task arg each,
+ * since a sequence's blocks are scattered through the cache); tokens past the
+ * chunk's count (a sequence's last block is partly filled) are not read.
+ *
+ * attn_qk args: q (IN, tiled, one row of H*D, f32 or bf16), the chunk's K
+ *   blocks (IN), scores (OUT, f32 [H, ctok]); scalars: tokens, scale (f64 bits).
+ * attn_softmax args: scores (INOUT), stats (OUT, f32 [H, 2]); scalar: tokens.
+ * attn_pv args: probs (IN, f32 [H, ctok]), the chunk's V blocks (IN), part
+ *   (OUT, f32 [H, D]); scalar: tokens.
+ * attn_merge args: stats (IN, f32 [chunks, H, 2]), parts (IN, f32
+ *   [chunks, H, D]), out (OUT, tiled, one row of H*D, f32 or bf16).
+ */
+#define KERN_ATTN_MAX_BLOCKS 8 /* K or V blocks per chunk task (16 task args) */
+
+extern const hg_kernel kern_attn_qk;
+extern const hg_kernel kern_attn_softmax;
+extern const hg_kernel kern_attn_pv;
+extern const hg_kernel kern_attn_merge;
+
+#endif
