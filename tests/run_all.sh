@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Runs every test hostgraph has, the way CI does:
 #   1. the clang-format check;
-#   2. the normal build and the whole ctest suite;
-#   3. the whole suite again built with AddressSanitizer + UndefinedBehaviorSanitizer;
-#   4. the whole suite again built with ThreadSanitizer (nearly every test
+#   2. the normal build and its C and command tests (ctest);
+#   3. the Python package's tests (pytest, tests/python, with Debian's
+#      /usr/bin/python3) and the install test (tests/install: install into a
+#      temporary prefix, build outside programs with pkg-config and
+#      find_package, run them, import the installed Python package);
+#   4. the C suite again built with AddressSanitizer + UndefinedBehaviorSanitizer;
+#   5. the C suite again built with ThreadSanitizer (nearly every test
 #      starts threads: the sim's cores, runners sharing a device).
 # Usage: bash tests/run_all.sh        (from the repository root; a few minutes on 2 cores)
 # The residency model test's soak (2M operations) runs only on request:
@@ -29,7 +33,10 @@ fi
 
 echo "== build and test (RelWithDebInfo)"
 build build
-ctest --test-dir build --output-on-failure -j"$jobs" -LE soak
+ctest --test-dir build --output-on-failure -j"$jobs" -LE 'soak|python|install'
+
+echo "== Python package (pytest) and install test"
+ctest --test-dir build --output-on-failure -j"$jobs" -L 'python|install'
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer"
 build build-asan -DHG_SANITIZE=address,undefined

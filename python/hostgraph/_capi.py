@@ -1,0 +1,285 @@
+"""ctypes declarations of the C API (include/hostgraph.h, include/hostgraph_scenes.h).
+
+This module owns the only copy of the C structs' layouts on the Python side;
+tests/python/test_abi.py checks every size and offset against a C probe
+compiled from the headers, so a header change that these miss fails a test
+instead of corrupting memory.  Nothing here is public API.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from ctypes import (
+    POINTER,
+    Structure,
+    c_bool,
+    c_char_p,
+    c_int,
+    c_int64,
+    c_size_t,
+    c_uint32,
+    c_uint64,
+    c_void_p,
+)
+from typing import Optional
+
+MAX_DIMS = 5
+
+# Error codes (enum in hostgraph.h).
+HG_OK = 0
+HG_EINVAL = -1
+HG_EOVERFLOW = -2
+HG_ELIMIT = -3
+HG_ENOMEM = -4
+HG_EDEVMEM = -5
+HG_ECOPY = -6
+HG_EKERNEL = -7
+HG_ENOHOSTVIEW = -8
+HG_ERANGE = -9
+HG_ENOTFOUND = -10
+HG_EIO = -11
+HG_ESTALE = -12
+HG_EUNSUPPORTED = -13
+
+# hg_dir
+HG_IN, HG_OUT, HG_INOUT, HG_SCALAR = 1, 2, 3, 4
+# hg_residency
+HG_STAGED, HG_RESIDENT = 0, 1
+# hg_fault
+HG_FAULT_ALLOC, HG_FAULT_COPY = 0, 1
+
+
+class hg_tensor(Structure):
+    _fields_ = [
+        ("dtype", c_int),
+        ("ndims", c_uint32),
+        ("shape", c_size_t * MAX_DIMS),
+        ("strides", c_size_t * MAX_DIMS),
+        ("offset", c_size_t),
+        ("host", c_void_p),
+        ("device", c_uint64),
+    ]
+
+
+class hg_arg(Structure):
+    _fields_ = [
+        ("name", c_char_p),
+        ("dir", c_int),
+        ("tensor", hg_tensor),
+        ("scalar", c_uint64),
+        ("residency", c_int),
+    ]
+
+
+class hg_callable(Structure):
+    _fields_ = [("name", c_char_p), ("orchestrate", c_void_p), ("user", c_void_p)]
+
+
+class hg_run_stats(Structure):
+    _fields_ = [
+        ("wall_ns", c_uint64),
+        ("bind_ns", c_uint64),
+        ("orch_ns", c_uint64),
+        ("exec_ns", c_uint64),
+        ("copyback_ns", c_uint64),
+        ("release_ns", c_uint64),
+        ("h2d_bytes", c_uint64),
+        ("d2h_bytes", c_uint64),
+        ("h2d_copies", c_uint64),
+        ("d2h_copies", c_uint64),
+        ("h2d_batches", c_uint64),
+        ("d2h_batches", c_uint64),
+        ("device_allocs", c_uint64),
+        ("tasks", c_uint32),
+        ("edges", c_uint32),
+        ("retained_bytes", c_size_t),
+        ("resident_hits", c_uint64),
+        ("resident_bytes_skipped", c_uint64),
+        ("stale_uploads", c_uint64),
+        ("resident_staged", c_uint64),
+        ("evictions", c_uint64),
+        ("h2d_bytes_skipped", c_uint64),
+        ("d2h_bytes_skipped", c_uint64),
+    ]
+
+
+class hg_device_counters(Structure):
+    _fields_ = [
+        ("h2d_bytes", c_uint64),
+        ("d2h_bytes", c_uint64),
+        ("h2d_copies", c_uint64),
+        ("d2h_copies", c_uint64),
+        ("allocs", c_uint64),
+        ("frees", c_uint64),
+        ("live_bytes", c_uint64),
+        ("peak_bytes", c_uint64),
+        ("h2d_batches", c_uint64),
+        ("d2h_batches", c_uint64),
+    ]
+
+
+class hg_scene_param_info(Structure):
+    _fields_ = [
+        ("name", c_char_p),
+        ("def_", c_int64),
+        ("min", c_int64),
+        ("max", c_int64),
+        ("def_name", c_char_p),
+        ("help", c_char_p),
+    ]
+
+
+class hg_scene_opts(Structure):
+    _fields_ = [
+        ("scene", c_char_p),
+        ("params", POINTER(c_char_p)),
+        ("nparams", c_uint32),
+        ("rounds", c_uint32),
+        ("residency", c_char_p),
+        ("verify", c_bool),
+        ("skip_golden", c_bool),
+        ("device", c_char_p),
+        ("json_path", c_char_p),
+        ("trace_path", c_char_p),
+        ("svg_path", c_char_p),
+        ("print", c_bool),
+    ]
+
+
+# Slack after every struct the C side fills in: a field appended to the
+# header later must not write past a Python buffer before the ABI test
+# says the bindings need it.
+STRUCT_SLACK = 256
+
+_P = c_void_p
+_CORE_PROTOTYPES = {
+    "hg_strerror": (c_char_p, [c_int]),
+    "hg_dtype_size": (c_size_t, [c_int]),
+    "hg_dtype_name": (c_char_p, [c_int]),
+    "hg_hostbuf_create": (c_int, [c_size_t, POINTER(_P)]),
+    "hg_hostbuf_wrap": (c_int, [_P, c_size_t, POINTER(_P)]),
+    "hg_hostbuf_destroy": (None, [_P]),
+    "hg_hostbuf_id": (c_uint64, [_P]),
+    "hg_hostbuf_generation": (c_uint64, [_P]),
+    "hg_hostbuf_size": (c_size_t, [_P]),
+    "hg_hostbuf_data": (_P, [_P]),
+    "hg_hostbuf_write": (c_int, [_P, c_size_t, _P, c_size_t]),
+    "hg_hostbuf_mark_written": (c_int, [_P, c_size_t, c_size_t]),
+    "hg_hostbuf_last_write": (None, [_P, POINTER(c_size_t), POINTER(c_size_t)]),
+    "hg_device_open": (c_int, [c_char_p, POINTER(_P), c_char_p, c_size_t]),
+    "hg_device_close": (None, [_P]),
+    "hg_device_spec": (c_char_p, [_P]),
+    "hg_device_capacity": (c_uint64, [_P]),
+    "hg_device_num_cores": (c_uint32, [_P]),
+    "hg_device_counters_get": (None, [_P, _P]),
+    "hg_device_inject_fault": (c_int, [_P, c_int, c_uint64]),
+    "hg_devbuf_malloc": (c_int, [_P, c_size_t, POINTER(c_uint64)]),
+    "hg_devbuf_free": (c_int, [_P, c_uint64]),
+    "hg_devbuf_copy_to": (c_int, [_P, c_uint64, _P, c_size_t]),
+    "hg_devbuf_copy_from": (c_int, [_P, _P, c_uint64, c_size_t]),
+    "hg_tensor_host": (c_int, [POINTER(hg_tensor), _P, c_int, c_uint32, POINTER(c_size_t)]),
+    "hg_tensor_device": (c_int, [POINTER(hg_tensor), c_uint64, c_int, c_uint32, POINTER(c_size_t)]),
+    "hg_tensor_slice": (c_int, [POINTER(hg_tensor), c_uint32, c_size_t, c_size_t, POINTER(hg_tensor)]),
+    "hg_tensor_nbytes": (c_int, [POINTER(hg_tensor), POINTER(c_size_t)]),
+    "hg_tensor_extent": (c_int, [POINTER(hg_tensor), POINTER(c_size_t), POINTER(c_size_t)]),
+    "hg_tensor_is_dense": (c_bool, [POINTER(hg_tensor)]),
+    "hg_tensor_overlap": (c_bool, [POINTER(hg_tensor), POINTER(hg_tensor)]),
+    "hg_scalar_f64": (c_uint64, [ctypes.c_double]),
+    "hg_scalar_as_f64": (ctypes.c_double, [c_uint64]),
+    "hg_trace_create": (c_int, [POINTER(_P)]),
+    "hg_trace_destroy": (None, [_P]),
+    "hg_trace_write_json": (c_int, [_P, c_char_p]),
+    "hg_trace_num_host_spans": (c_size_t, [_P]),
+    "hg_trace_num_task_spans": (c_size_t, [_P]),
+    "hg_runner_open": (c_int, [_P, POINTER(_P)]),
+    "hg_runner_close": (None, [_P]),
+    "hg_runner_set_trace": (None, [_P, _P]),
+    "hg_runner_retained_capacity": (c_size_t, [_P]),
+    "hg_runner_set_budget": (c_int, [_P, c_uint64]),
+    "hg_runner_device_bytes": (c_uint64, [_P]),
+    "hg_runner_resident_bytes": (c_uint64, [_P]),
+    "hg_runner_resident_copies": (c_uint32, [_P]),
+    "hg_runner_set_verify": (None, [_P, c_bool]),
+    "hg_runner_set_poison_scratch": (None, [_P, c_bool]),
+    "hg_runner_run": (c_int, [_P, POINTER(hg_callable), POINTER(hg_arg), c_uint32, _P]),
+    "hg_runner_errmsg": (c_char_p, [_P]),
+}
+
+_SCENE_PROTOTYPES = {
+    "hg_scene_count": (c_uint32, []),
+    "hg_scene_name": (c_char_p, [c_uint32]),
+    "hg_scene_description": (c_char_p, [c_uint32]),
+    "hg_scene_num_params": (c_uint32, [c_uint32]),
+    "hg_scene_param": (c_int, [c_uint32, c_uint32, POINTER(hg_scene_param_info)]),
+    "hg_scene_run": (c_int, [POINTER(hg_scene_opts), c_char_p, c_size_t]),
+    "hg_scene_compare": (c_int, [POINTER(hg_scene_opts), c_char_p, c_size_t]),
+    "hg_scene_case_open": (
+        c_int,
+        [c_char_p, POINTER(c_char_p), c_uint32, POINTER(_P), c_char_p, c_size_t],
+    ),
+    "hg_scene_case_close": (None, [_P]),
+    "hg_scene_case_args": (POINTER(hg_arg), [_P]),
+    "hg_scene_case_num_args": (c_uint32, [_P]),
+    "hg_scene_case_callable": (POINTER(hg_callable), [_P]),
+    "hg_scene_case_check": (c_bool, [_P, c_char_p, c_size_t]),
+}
+
+
+def _package_relative(path: str) -> str:
+    if os.path.isabs(path):
+        return path
+    return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), path))
+
+
+def libdir() -> str:
+    """Where the shared libraries are: $HOSTGRAPH_LIBDIR, else _paths.LIBDIR."""
+    env = os.environ.get("HOSTGRAPH_LIBDIR")
+    if env:
+        return env
+    try:
+        from . import _paths
+    except ImportError as e:  # the source tree: no _paths.py until CMake writes one
+        raise ImportError(
+            "hostgraph: no _paths.py: import the package from a build tree "
+            "(PYTHONPATH=build/python) or an installed prefix, or set HOSTGRAPH_LIBDIR"
+        ) from e
+    return _package_relative(_paths.LIBDIR)
+
+
+def bindir() -> str:
+    """Where the `hostgraph` command is: $HOSTGRAPH_BINDIR, else _paths.BINDIR."""
+    env = os.environ.get("HOSTGRAPH_BINDIR")
+    if env:
+        return env
+    from . import _paths
+
+    return _package_relative(_paths.BINDIR)
+
+
+def _load(name: str, prototypes: dict) -> ctypes.CDLL:
+    path = os.path.join(libdir(), name)
+    # RTLD_GLOBAL: a user's shared object that leaves hg_* undefined (instead
+    # of linking libhostgraph) still finds them, in this one copy.
+    lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    for fname, (restype, argtypes) in prototypes.items():
+        fn = getattr(lib, fname)
+        fn.restype = restype
+        fn.argtypes = argtypes
+    return lib
+
+
+core = _load("libhostgraph.so.0", _CORE_PROTOTYPES)
+_scenes: Optional[ctypes.CDLL] = None
+
+
+def scenes() -> ctypes.CDLL:
+    """libhostgraph_scenes, loaded on first use: the core alone pays nothing for it."""
+    global _scenes
+    if _scenes is None:
+        _scenes = _load("libhostgraph_scenes.so.0", _SCENE_PROTOTYPES)
+    return _scenes
+
+
+def strerror(code: int) -> str:
+    return core.hg_strerror(code).decode()

@@ -1,0 +1,42 @@
+"""Fixtures for the Python package's tests: which build to test.
+
+HOSTGRAPH_BUILD_DIR (ctest sets it) names the build tree; the package is
+imported from <build>/python, as a user of the build tree would.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = Path(os.environ.get("HOSTGRAPH_BUILD_DIR", ROOT / "build")).resolve()
+sys.path.insert(0, str(BUILD / "python"))
+
+
+@pytest.fixture(scope="session")
+def build_dir() -> Path:
+    return BUILD
+
+
+@pytest.fixture(scope="session")
+def cli() -> Path:
+    """The `hostgraph` command of the same build."""
+    return BUILD / "hostgraph"
+
+
+@pytest.fixture(scope="session")
+def example_lib() -> Path:
+    """The example shared object (examples/gemv.c)."""
+    return BUILD / "example_gemv.so"
+
+
+@pytest.fixture(scope="session")
+def root() -> Path:
+    return ROOT
+
+
+def run_cli(cli: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run([str(cli), *args], capture_output=True, text=True, check=check)
