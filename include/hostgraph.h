@@ -122,7 +122,9 @@ int hg_hostbuf_write(hg_hostbuf *hb, size_t offset, const void *src, size_t byte
 /* Declares that [offset, offset+bytes) was written in place; bumps the
  * generation.  HG_ERANGE if the range does not fit the buffer. */
 int hg_hostbuf_mark_written(hg_hostbuf *hb, size_t offset, size_t bytes);
-/* The byte range of the most recent write, [*lo, *hi). */
+/* The byte range of the most recent write, [*lo, *hi).  A run's copy-back is
+ * one write step of several ranges: from the first one's start to the last
+ * one's end. */
 void hg_hostbuf_last_write(const hg_hostbuf *hb, size_t *lo, size_t *hi);
 
 /* A byte range [lo, hi). */
@@ -480,7 +482,8 @@ uint32_t hg_runner_resident_copies(const hg_runner *r);
  * arg's host bytes (XXH3) when it is published and again at the next bind
  * that would reuse the copy.  A mismatch, a host write that bypassed the API,
  * fails that run with HG_ESTALE naming the arg and the buffer, instead of
- * computing on stale data. */
+ * computing on stale data.  Copies published while it was off carry no hash:
+ * the first run with it on uploads them again (whole). */
 void hg_runner_set_verify(hg_runner *r, bool on);
 /* Debug switch (off by default): fill pooled scratch with 0xA5 each time it
  * is reused, so a kernel that reads scratch it never wrote sees garbage. */

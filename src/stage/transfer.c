@@ -82,7 +82,7 @@ static const char *host_bytes(const stage_arg *sa)
 
 /* The ranges arg sa uploads: its extent, or a stale resident copy's ranges
  * the host wrote since it was published. */
-static size_t upload_ranges(const stage_plan *p, const stage_arg *sa)
+static size_t upload_ranges(const stage_arg *sa)
 {
     if (!sa->upload || (sa->kind != STAGE_SLICE && sa->kind != STAGE_RESIDENT))
         return 0;
@@ -111,14 +111,14 @@ int stage_upload(stage_plan *p, hg_device *dev, const stage_retained *r, hg_err 
         stage_arg *sa = &p->args[i];
         if (sa->kind == STAGE_SLICE)
             sa->dev_region = r->addr + sa->slice_offset;
-        n += upload_ranges(p, sa);
+        n += upload_ranges(sa);
     }
     if (stage_batch_reserve(p, n) != 0)
         return err_set(e, HG_ENOMEM, "bind: cannot plan %zu copies", n);
     n = 0;
     for (uint32_t i = 0; i < p->nargs; i++) {
         const stage_arg *sa = &p->args[i];
-        size_t k = upload_ranges(p, sa);
+        size_t k = upload_ranges(sa);
         for (size_t j = 0; j < k; j++) {
             size_t lo = sa->up_whole ? sa->lo : p->spans[sa->up_first + j].lo;
             size_t hi = sa->up_whole ? sa->hi : p->spans[sa->up_first + j].hi;
@@ -131,8 +131,8 @@ int stage_upload(stage_plan *p, hg_device *dev, const stage_retained *r, hg_err 
     if (rc != 0) {
         const char *name = "?";
         for (uint32_t i = 0, seen = 0; i < p->nargs;
-             seen += (uint32_t)upload_ranges(p, &p->args[i]), i++) {
-            if (done < seen + upload_ranges(p, &p->args[i])) {
+             seen += (uint32_t)upload_ranges(&p->args[i]), i++) {
+            if (done < seen + upload_ranges(&p->args[i])) {
                 name = p->args[i].name;
                 break;
             }

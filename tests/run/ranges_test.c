@@ -163,6 +163,10 @@ TEST(out_bytes_no_task_wrote_stay_untouched)
     ASSERT_OK(hg_runner_run(g.r, &ROWS_CALL, g.args, 2, &s));
     ASSERT_UEQ(s.d2h_bytes, K * ROW);
     ASSERT(cache_is(&g, g.initial, false));
+    size_t lo, hi; /* one write step of K ranges: first start to last end */
+    hg_hostbuf_last_write(g.cache, &lo, &hi);
+    ASSERT_UEQ(lo, rows_written[0] * ROW);
+    ASSERT_UEQ(hi, (rows_written[K - 1] + 1) * ROW);
     size_t n = 0;
     hg_range r[ROWS];
     ASSERT_OK(hg_runner_copied_back(g.r, 1, r, ROWS, &n));
