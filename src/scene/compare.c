@@ -257,30 +257,12 @@ static int warm_up(const scene_run_opts *o, scene_case *c, scene_snapshot *initi
     return warm.rc == SCENE_EXIT_RUNTIME ? SCENE_EXIT_RUNTIME : SCENE_EXIT_OK;
 }
 
-/* The output paths, before anything runs: SCENE_EXIT_USAGE naming one. */
-static int check_paths(const scene_run_opts *o, const char *svg_path)
-{
-    const char *paths[2] = {o->json_path, svg_path}, *what[2] = {"JSON report", "SVG"};
-    char why[4200];
-    if (paths[0] != NULL && paths[1] != NULL && strcmp(paths[0], paths[1]) == 0) {
-        fprintf(o->err, "hostgraph: the JSON report and the SVG both name '%s'\n", paths[0]);
-        return SCENE_EXIT_USAGE;
-    }
-    for (int i = 0; i < 2; i++) {
-        if (paths[i] != NULL && !scene_output_writable(paths[i], why, sizeof why)) {
-            fprintf(o->err, "hostgraph: cannot write %s '%s': %s\n", what[i], paths[i], why);
-            return SCENE_EXIT_USAGE;
-        }
-    }
-    return 0;
-}
-
 int scene_compare(const scene_run_opts *o, const char *svg_path)
 {
     scene_case *c = NULL;
     hg_err err;
     err_clear(&err);
-    int rc = check_paths(o, svg_path);
+    int rc = scene_check_outputs(o->err, o->json_path, "JSON report", svg_path, "SVG");
     if (rc != 0)
         return rc;
     /* A bad device spec is a usage error before the case is made. */

@@ -82,24 +82,29 @@ bool scene_output_writable(const char *path, char *why, size_t whylen)
     return true;
 }
 
-/* Checks the --json and --trace paths before any round runs; returns 0 or
- * SCENE_EXIT_USAGE after one line naming the path. */
-static int check_output_paths(const scene_run_opts *o)
+int scene_check_outputs(FILE *err, const char *first, const char *first_what, const char *second,
+                        const char *second_what)
 {
-    const char *paths[2] = {o->json_path, o->trace_path};
-    const char *what[2] = {"JSON report", "trace"};
+    const char *paths[2] = {first, second}, *what[2] = {first_what, second_what};
     char why[4200];
-    if (paths[0] != NULL && paths[1] != NULL && strcmp(paths[0], paths[1]) == 0) {
-        fprintf(o->err, "hostgraph: the JSON report and the trace both name '%s'\n", paths[0]);
+    if (first != NULL && second != NULL && strcmp(first, second) == 0) {
+        fprintf(err, "hostgraph: the %s and the %s both name '%s'\n", first_what, second_what,
+                first);
         return SCENE_EXIT_USAGE;
     }
     for (int i = 0; i < 2; i++) {
         if (paths[i] != NULL && !scene_output_writable(paths[i], why, sizeof why)) {
-            fprintf(o->err, "hostgraph: cannot write %s '%s': %s\n", what[i], paths[i], why);
+            fprintf(err, "hostgraph: cannot write %s '%s': %s\n", what[i], paths[i], why);
             return SCENE_EXIT_USAGE;
         }
     }
     return 0;
+}
+
+/* The --json and --trace paths, before any round runs. */
+static int check_output_paths(const scene_run_opts *o)
+{
+    return scene_check_outputs(o->err, o->json_path, "JSON report", o->trace_path, "trace");
 }
 
 void scene_snapshot_free(scene_snapshot *s)

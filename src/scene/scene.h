@@ -249,6 +249,12 @@ int scene_snapshot_note_run(scene_snapshot *s, const scene_case *c, const hg_run
 int scene_snapshot_restore_changed(scene_snapshot *s, scene_case *c);
 void scene_snapshot_free(scene_snapshot *s);
 
+/* Checks two optional output paths before anything runs: 0, or
+ * SCENE_EXIT_USAGE after one line on err naming the path (one that cannot
+ * be written, or both naming the same file). */
+int scene_check_outputs(FILE *err, const char *first, const char *first_what, const char *second,
+                        const char *second_what);
+
 /* True if a file could be written at `path` (looks only: creates nothing);
  * else why not, in why. */
 bool scene_output_writable(const char *path, char *why, size_t whylen);
