@@ -26,11 +26,12 @@ import numpy as np
 
 from . import _capi, dtypes
 from .errors import InvalidArgument, check
+from ._lifetime import Closing
 
 _lib = _capi.core
 
 
-class HostBuffer:
+class HostBuffer(Closing):
     """Host memory registered with hostgraph.
 
     Make one with ``HostBuffer(nbytes)`` (zeroed memory the buffer owns) or
@@ -200,17 +201,6 @@ class HostBuffer:
         if ptr is not None and self._owned:
             _lib.hg_hostbuf_destroy(ptr)
 
-    def __enter__(self) -> "HostBuffer":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # interpreter shutdown: the library may be gone
-            pass
 
     def __repr__(self) -> str:
         if self.closed:

@@ -24,6 +24,7 @@ import numpy as np
 from . import _capi, dtypes
 from .buffers import Tensor, _size
 from .errors import InvalidArgument, NotFoundError, check, error_for
+from ._lifetime import Closing
 
 _lib = _capi.core
 
@@ -55,7 +56,7 @@ def _dir_of(direction: Union[Dir, int, str]) -> Dir:
 # ------------------------------------------------------------------- device
 
 
-class Device:
+class Device(Closing):
     """A device: where kernels run, with its own memory.
 
     ``spec`` as the C API and the command take it: ``"sim"``,
@@ -125,17 +126,6 @@ class Device:
         ptr, self._ptr = self._ptr, None
         _lib.hg_device_close(ptr)
 
-    def __enter__(self) -> "Device":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self) -> str:
         return "<Device closed>" if self.closed else f"<Device {self.spec}>"
@@ -355,7 +345,7 @@ class RunStats:
 # ---------------------------------------------------------------- trace
 
 
-class Trace:
+class Trace(Closing):
     """Host stage spans and per-task spans of the runs of the runners it is set on
     (``runner.trace = t``); ``write(path)`` writes Chrome trace-event JSON."""
 
@@ -388,17 +378,12 @@ class Trace:
         if ptr is not None:
             _lib.hg_trace_destroy(ptr)
 
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 # ---------------------------------------------------------------- runner
 
 
-class Runner:
+class Runner(Closing):
     """Runs callables on a device, keeping a retained buffer, resident copies
     and pooled scratch across runs.  One thread at a time (a lock enforces it).
 
@@ -504,17 +489,6 @@ class Runner:
                 _lib.hg_runner_close(ptr)
                 self.device._runners.discard(self)
 
-    def __enter__(self) -> "Runner":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 def _arg_array(args: Sequence[Arg]) -> "ctypes.Array[_capi.hg_arg]":

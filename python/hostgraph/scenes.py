@@ -19,6 +19,7 @@ from . import _capi
 from .buffers import HostBuffer, Tensor
 from .errors import GoldenError, SceneError, UsageError, error_for
 from .runtime import Arg, Callable, Dir
+from ._lifetime import Closing
 
 Params = Union[Mapping[str, Union[int, str]], Iterable[str], None]
 
@@ -143,7 +144,7 @@ def compare_scene(scene: str, *, rounds: int = 1, params: Params = None, device:
                 print_table)
 
 
-class SceneCase:
+class SceneCase(Closing):
     """A built-in scene's case: host buffers with deterministic contents, the
     args over them, the scene's callable and its golden check.
 
@@ -219,14 +220,3 @@ class SceneCase:
         if ptr is not None:
             _capi.scenes().hg_scene_case_close(ptr)
 
-    def __enter__(self) -> "SceneCase":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
