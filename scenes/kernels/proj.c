@@ -8,15 +8,15 @@
  *   - K is walked in blocks of PROJ_KBLOCK; a block of x (16 rows x 1024,
  *     rounded to bf16, zero padded) is 32 KiB on the stack and stays in L1
  *     while every weight row's 2 KiB segment of the block streams past;
- *   - weight rows go in pairs and x rows in 2 passes of 8: 16 zmm
+ *   - weight rows go in groups of 3 and x rows in 2 passes of 8: 24 zmm
  *     accumulators, acc[i][r] = vdpbf16ps(acc[i][r], w[j+i][k..k+32),
- *     xb[r][k..k+32)), 10 loads per 16 vdpbf16ps (the second pass over a
- *     pair's segment hits L1), a pass of only padding rows skipped;
- *   - the segments of the pair after next are prefetched: rows are read in
- *     2 KiB pieces ldw apart, which the hardware prefetcher alone follows
- *     poorly;
- *   - the 16 accumulators are reduced to one vector of 16 sums with a
- *     transpose-add tree and added into acc[row][16] on the stack (the
+ *     xb[r][k..k+32)), 11 loads per 24 vdpbf16ps (the second pass over a
+ *     group's segments hits L1), a pass of only padding rows skipped;
+ *   - every row of the group after next is prefetched, the passes sharing
+ *     the rows: rows are read in 2 KiB pieces ldw apart, which the hardware
+ *     prefetcher alone follows poorly (a row left out costs ~25%);
+ *   - the accumulators are reduced, 16 at a time, to vectors of 16 sums
+ *     with a transpose-add tree and added into acc[row][16] on the stack (the
  *     rows of y are far apart; acc's are adjacent), which goes to y once
  *     per chunk of 512 weight rows (a projection task is one chunk).
  *
@@ -46,6 +46,10 @@
 
 #define PROJ_ROWS   16   /* x rows per pass: one zmm accumulator each */
 #define PROJ_KBLOCK 1024 /* 16 rows x 1024 bf16 of x = 32 KiB, an L1's worth */
+/* Weight rows per step: 3 rows x 8 x rows = 24 accumulators, 11 loads per
+ * 24 vdpbf16ps (2 rows: 10 per 16). */
+#define PROJ_WROWS   3
+#define PROJ_PFAHEAD 2 /* groups of rows between the one computed and the one prefetched */
 /* xb's row stride: one cache line more than the block, so that the 16 rows
  * at one k do not all fall into the same two L1 sets (a 2 KiB stride is
  * half an L1 way) and evict each other. */
@@ -133,52 +137,77 @@ PROJ_TARGET PROJ_INLINE __m512bh load_w(const uint16_t *wr, size_t kk, size_t le
     return (__m512bh)_mm512_maskz_loadu_epi16((__mmask32)((1ull << len) - 1), wr + kk);
 }
 
-/* One 32-wide step of 2 weight rows against 8 x rows: 10 loads, 16
- * vdpbf16ps. */
-PROJ_TARGET PROJ_INLINE void pair_step(__m512 *a, __m512bh w0, __m512bh w1, const uint16_t *x0,
-                                       size_t kk)
+/* One 32-wide step of PROJ_WROWS weight rows against 8 x rows: each x
+ * load feeds PROJ_WROWS vdpbf16ps. */
+PROJ_TARGET PROJ_INLINE void group_step(__m512 *a, const __m512bh *wv, const uint16_t *x0,
+                                        size_t kk)
 {
 #pragma GCC unroll 8
     for (int r = 0; r < 8; r++) {
         __m512bh xv = (__m512bh)_mm512_load_si512(x0 + (size_t)r * PROJ_XSTRIDE + kk);
-        a[r] = _mm512_dpbf16_ps(a[r], w0, xv);
-        a[8 + r] = _mm512_dpbf16_ps(a[8 + r], w1, xv);
+#pragma GCC unroll 4
+        for (int i = 0; i < PROJ_WROWS; i++)
+            a[8 * i + r] = _mm512_dpbf16_ps(a[8 * i + r], wv[i], xv);
     }
 }
 
-/* acc[j, j+2)[8p..8p+8) += pass p's x rows . weight rows j, j + 1 (row
- * j + 1 is row j again when j is the last, odd row: its sums are dropped).
- * `ahead` is a row of the pair after next, prefetched while this one
- * computes (one row per pass, so the two passes fetch both). */
-PROJ_TARGET static void proj_pair(const proj_block *b, size_t j, int p, const char *ahead)
+/* Adds 8 sums (lanes lo..lo+8 of s) into acc row j, pass p, if j < n. */
+PROJ_TARGET PROJ_INLINE void add_sums(const proj_block *b, size_t j, int p, __m256 s)
 {
-    __m512 a[16];
-    for (int i = 0; i < 16; i++)
+    if (j >= b->n)
+        return;
+    float *r0 = b->acc + j * PROJ_ROWS + 8 * (size_t)p;
+    _mm256_storeu_ps(r0, _mm256_add_ps(_mm256_loadu_ps(r0), s));
+}
+
+/* acc[j, j + PROJ_WROWS)[8p..8p+8) += pass p's x rows . weight rows j..
+ * (rows past n repeat row j; their sums are dropped).  `ahead` is the first
+ * row of a later group: pass p prefetches its rows p, p + passes, ... so
+ * that the passes together fetch all of them (rows are read in 2 KiB
+ * pieces ldw apart, which the hardware prefetcher alone follows poorly). */
+PROJ_TARGET static void proj_group(const proj_block *b, size_t j, int p, int passes,
+                                   const char *ahead)
+{
+    __m512 a[8 * PROJ_WROWS];
+    for (int i = 0; i < 8 * PROJ_WROWS; i++)
         a[i] = _mm512_setzero_ps();
     const uint16_t *x0 = b->xb + (size_t)(8 * p) * PROJ_XSTRIDE;
-    const uint16_t *w0 = b->w + j * b->ldw, *w1 = j + 1 < b->n ? w0 + b->ldw : w0;
+    const uint16_t *wr[PROJ_WROWS];
+    for (int i = 0; i < PROJ_WROWS; i++)
+        wr[i] = b->w + (j + (size_t)i < b->n ? j + (size_t)i : j) * b->ldw;
     size_t full = b->kb / 32 * 32, kk = 0;
+    __m512bh wv[PROJ_WROWS];
     for (; kk < full; kk += 32) {
-        _mm_prefetch(ahead + 2 * kk, _MM_HINT_T0);
-        pair_step(a, load_w(w0, kk, 32), load_w(w1, kk, 32), x0, kk);
+        for (int i = p; i < PROJ_WROWS; i += passes)
+            _mm_prefetch(ahead + (size_t)i * b->ldw * 2 + 2 * kk, _MM_HINT_T0);
+        for (int i = 0; i < PROJ_WROWS; i++)
+            wv[i] = load_w(wr[i], kk, 32);
+        group_step(a, wv, x0, kk);
     }
-    if (kk < b->kb)
-        pair_step(a, load_w(w0, kk, b->kb - kk), load_w(w1, kk, b->kb - kk), x0, kk);
-    __m512 s = sum16(a); /* lane 8i + r: weight row j + i, x row 8p + r */
-    float *r0 = b->acc + j * PROJ_ROWS + 8 * (size_t)p, *r1 = r0 + PROJ_ROWS;
-    _mm256_storeu_ps(r0, _mm256_add_ps(_mm256_loadu_ps(r0), _mm512_castps512_ps256(s)));
-    if (j + 1 < b->n)
-        _mm256_storeu_ps(r1, _mm256_add_ps(_mm256_loadu_ps(r1), _mm512_extractf32x8_ps(s, 1)));
+    if (kk < b->kb) {
+        for (int i = 0; i < PROJ_WROWS; i++)
+            wv[i] = load_w(wr[i], kk, b->kb - kk);
+        group_step(a, wv, x0, kk);
+    }
+    for (int g = 0; g < PROJ_WROWS; g += 2) {
+        __m512 t[16];
+        for (int i = 0; i < 16; i++)
+            t[i] = 8 * g + i < 8 * PROJ_WROWS ? a[8 * g + i] : _mm512_setzero_ps();
+        __m512 s = sum16(t); /* lane 8i + r: weight row j + g + i, x row 8p + r */
+        add_sums(b, j + (size_t)g, p, _mm512_castps512_ps256(s));
+        if (g + 1 < PROJ_WROWS)
+            add_sums(b, j + (size_t)g + 1, p, _mm512_extractf32x8_ps(s, 1));
+    }
 }
 
 PROJ_TARGET static void proj_block_avx512bf16(const proj_block *b)
 {
     int passes = b->nrows > 8 ? 2 : 1; /* a pass of padding rows only is skipped */
-    for (size_t j = 0; j < b->n; j += 2) {
+    for (size_t j = 0; j < b->n; j += PROJ_WROWS) {
         for (int p = 0; p < passes; p++) {
-            size_t next = j + 4 + (size_t)p; /* the pair after next, row p */
-            const uint16_t *ahead = next < b->n ? b->w + next * b->ldw : b->w + j * b->ldw;
-            proj_pair(b, j, p, (const char *)ahead);
+            size_t next = j + PROJ_PFAHEAD * PROJ_WROWS;
+            const uint16_t *ahead = next + PROJ_WROWS <= b->n ? b->w + next * b->ldw : b->w;
+            proj_group(b, j, p, passes, (const char *)ahead);
         }
     }
 }
