@@ -2,10 +2,14 @@
  * stage.h: staging, the bind and copy-back halves of a run.
  *
  * A bind plan classifies every arg (scalar | device view passed through |
- * zero-byte | slice of the retained buffer | run-owned scratch), sizes the
- * retained buffer with checked arithmetic before anything is allocated, and
- * records each piece of device memory with its release kind, so that release
- * frees run-owned memory only and never touches user-owned memory.
+ * zero-byte | slice of the retained buffer | resident copy | pooled
+ * scratch), sizes the retained buffer with checked arithmetic before
+ * anything is allocated, and records each piece of device memory with its
+ * release kind, so that release returns run-owned memory to the pool and
+ * never touches user-owned or resident memory.  Files: plan.c (classify,
+ * layout), bind.c (resident args, publish), residency.c (the cache),
+ * transfer.c (retained buffer, upload), copyback.c, scratch.c (pool,
+ * release).
  *
  * Address mapping: every tensor arg has a byte extent [lo, hi) in its buffer
  * and `dev_region`, the device address where byte `lo` lives during the run.

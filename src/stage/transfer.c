@@ -1,5 +1,5 @@
 /*
- * transfer.c: the device memory a run touches, and the bytes it moves.
+ * transfer.c: the retained buffer and the upload half of bind.
  *
  * Retained buffer: one per runner, grow-only and geometric.  Growth frees the
  * old buffer before allocating the new one (the device may not hold both),
@@ -7,20 +7,11 @@
  * capacity.
  *
  * Upload copies IN/INOUT slices and the resident copies bind.c found stale
- * or new (a hit is not touched), and fills pure OUT slices with STAGE_POISON
- * on the device: bytes no task writes must not hand the host whatever an
- * earlier run left in the retained buffer (another arg's data).
- *
- * Copy-back is all or nothing.  Phase 1 lands every D2H in host staging (the
- * plan's, grow-only, reused across runs), laid out as each arg's extent
- * image; phase 2, which cannot fail, writes the bytes each view covers to
- * its host buffer and moves the generation on.  A failed D2H therefore
- * changes no host byte and no generation.  The price is one host memcpy of
- * the copied bytes (docs/PERFORMANCE.md).  Only the covered bytes reach the
- * host: a strided OUT view's gaps were never uploaded, so they must stay as
- * the host has them.  Over the link, a strided view moves its whole extent
- * in one copy or one copy per contiguous run, whichever is cheaper under
- * STAGE_COPY_COST_BYTES; the gaps land in staging only.
+ * or new (a hit is not touched; a stale copy whose buffer's write log
+ * reaches back takes only the ranges written since), all in one batched
+ * H2D, and fills pure OUT slices with STAGE_POISON on the device, so a
+ * kernel that reads bytes it did not write never sees another arg's data.
+ * Copy-back is copyback.c.
  */
 #include <stdlib.h>
 #include <string.h>
