@@ -16,23 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench.h"
 #include "scene/scene.h"
 
 typedef struct point {
     int64_t grid, tile, grid_k;
 } point;
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median_ms(uint64_t *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_u64);
-    return (double)v[n / 2] / 1e6;
-}
 
 static int set_param(const scene *s, int64_t *params, const char *key, int64_t value)
 {
@@ -73,8 +62,8 @@ static int bench_point(hg_device *dev, const scene *s, point pt, int rounds)
         back[i] = st.copyback_ns;
         wall[i] = st.wall_ns;
     }
-    double b = median_ms(bind, rounds), x = median_ms(exec, rounds);
-    double k = median_ms(back, rounds), w = median_ms(wall, rounds);
+    double b = bench_median_ms(bind, rounds), x = bench_median_ms(exec, rounds);
+    double k = bench_median_ms(back, rounds), w = bench_median_ms(wall, rounds);
     printf("%5lld %5lld %6lld %7u %9.3f %9.3f %9.3f %9.3f %8.2f %12llu %12llu\n",
            (long long)pt.grid, (long long)pt.tile, (long long)pt.grid_k, st.tasks, w, b, x, k,
            (b + k) / x, (unsigned long long)st.h2d_bytes, (unsigned long long)st.d2h_bytes);

@@ -20,20 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench.h"
 #include "base/clock.h"
 #include "hostgraph.h"
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median_ms(uint64_t *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_u64);
-    return (double)v[n / 2] / 1e6;
-}
 
 static int k_touch(const hg_kernel_ctx *ctx)
 {
@@ -86,7 +75,7 @@ static int copy_back_row(hg_device *dev, size_t bytes, int rounds)
             direct[i - 1] = t1 - t0;
         }
     }
-    double s = median_ms(staged, rounds), p = median_ms(direct, rounds);
+    double s = bench_median_ms(staged, rounds), p = bench_median_ms(direct, rounds);
     printf("| copy back, %zu MiB | %.3f | %.3f | %.2f |\n", bytes >> 20, s, p, s / p);
     hg_devbuf_free(dev, d);
     hg_hostbuf_destroy(hb);
@@ -111,7 +100,7 @@ static int poison_row(hg_device *dev, size_t bytes, int rounds)
             copy[i - 1] = si.bind_ns;
         }
     }
-    double f = median_ms(fill, rounds), c = median_ms(copy, rounds);
+    double f = bench_median_ms(fill, rounds), c = bench_median_ms(copy, rounds);
     printf("| bind of OUT (poison) vs IN (copy), %zu MiB | %.3f | %.3f | %.2f |\n", bytes >> 20, f,
            c, f / c);
     hg_hostbuf_destroy(hb);
@@ -139,7 +128,7 @@ static int growing_row(hg_device *dev, int runs)
         g_allocs += sg.device_allocs;
         f_allocs += sf.device_allocs;
     }
-    double gm = median_ms(g, runs), fm = median_ms(f, runs);
+    double gm = bench_median_ms(g, runs), fm = bench_median_ms(f, runs);
     printf("| bind of a 16 MiB arg growing 4 KiB/run vs constant | %.3f | %.3f | %.2f |\n", gm, fm,
            gm / fm);
     printf("\nallocations over %d runs: growing %llu, constant %llu\n", runs,

@@ -113,8 +113,7 @@ int hg_runner_copied_back(const hg_runner *r, uint32_t arg, hg_range *out, size_
     if (sa->back_n > max)
         return HG_ERANGE;
     for (uint32_t k = 0; k < sa->back_n; k++)
-        out[k] =
-            (hg_range){r->plan.spans[sa->back_first + k].lo, r->plan.spans[sa->back_first + k].hi};
+        out[k] = r->plan.spans[sa->back_first + k];
     return 0;
 }
 

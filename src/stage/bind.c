@@ -27,29 +27,25 @@
 #include "tensor/tensor.h"
 
 /* For a copy current at generation `since`: the ranges of sa's extent
- * written since, as the upload (sa->up_first/up_n); whole when unknown. */
-static int plan_ranged_upload(stage_plan *p, stage_arg *sa, uint64_t since)
+ * written since, as the upload (sa->up_first/up_n); whole when unknown or
+ * when there is no room to list them (the extent is always right). */
+static void plan_ranged_upload(stage_plan *p, stage_arg *sa, uint64_t since)
 {
-    hg_range written[HG_HOSTBUF_LOG];
-    size_t n =
-        hostbuf_written_since(sa->tensor.host, since, sa->lo, sa->hi, written, HG_HOSTBUF_LOG);
-    sa->up_whole = n == SIZE_MAX;
-    if (sa->up_whole)
-        return 0;
     uint32_t first;
-    if (stage_spans_reserve(p, n, &first) != 0) {
-        sa->up_whole = true; /* no room to list them: the extent is always right */
-        return 0;
-    }
+    if (stage_spans_reserve(p, HG_HOSTBUF_LOG, &first) != 0)
+        return;
+    size_t n = hostbuf_written_since(sa->tensor.host, since, sa->lo, sa->hi, p->spans + first,
+                                     HG_HOSTBUF_LOG);
+    p->nspans = first + (n == SIZE_MAX ? 0 : (uint32_t)n);
+    if (n == SIZE_MAX)
+        return;
     size_t bytes = 0;
-    for (size_t k = 0; k < n; k++) {
-        p->spans[first + k] = (stage_span){written[k].lo, written[k].hi, 0};
-        bytes += written[k].hi - written[k].lo;
-    }
+    for (size_t k = 0; k < n; k++)
+        bytes += p->spans[first + k].hi - p->spans[first + k].lo;
+    sa->up_whole = false;
     sa->up_first = first;
     sa->up_n = (uint32_t)n;
     p->rstats.h2d_bytes_skipped += (sa->hi - sa->lo) - bytes;
-    return 0;
 }
 
 static int bind_one(stage_plan *p, hg_device *dev, stage_arg *sa, hg_err *e)

@@ -17,8 +17,9 @@
  * A failed fetch changes no host byte and no generation.  The fetched ranges
  * stay in the plan (stage_arg.back_first/back_n) for hg_runner_copied_back.
  *
- * Cost: O(W log W) in written views W to merge, plus the bytes moved; the
- * commit finds each run's range by binary search.
+ * Cost: O(W log W) in written views W (sorted by arg once, each arg's found
+ * by binary search, its ranges merged), plus the bytes moved; the commit
+ * finds each run's range by binary search.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -37,10 +38,14 @@ int stage_spans_reserve(stage_plan *p, size_t n, uint32_t *first)
         uint32_t cap = p->cap_spans ? p->cap_spans : 64;
         while (cap < need)
             cap = cap > UINT32_MAX / 2 ? need : cap * 2;
-        stage_span *grown = realloc(p->spans, (size_t)cap * sizeof *grown);
-        if (grown == NULL)
+        hg_range *spans = realloc(p->spans, (size_t)cap * sizeof *spans);
+        if (spans != NULL)
+            p->spans = spans;
+        size_t *staging = realloc(p->span_staging, (size_t)cap * sizeof *staging);
+        if (staging != NULL)
+            p->span_staging = staging;
+        if (spans == NULL || staging == NULL)
             return HG_ENOMEM;
-        p->spans = grown;
         p->cap_spans = cap;
     }
     *first = p->nspans;
@@ -69,6 +74,12 @@ static bool backs(const stage_arg *sa)
     return (sa->kind == STAGE_SLICE || sa->kind == STAGE_RESIDENT) && sa->copy_back;
 }
 
+/* The ranges arg sa contributes to the fetch batch. */
+static size_t fetch_ranges(const stage_arg *sa)
+{
+    return backs(sa) ? sa->back_n : 0;
+}
+
 typedef struct run_sink {
     stage_plan *p;
     size_t runs, bytes;
@@ -86,7 +97,7 @@ static int sink_run(void *ctx, size_t offset, size_t len)
     uint32_t at;
     if ((k->rc = stage_spans_reserve(k->p, 1, &at)) != 0)
         return k->rc;
-    k->p->spans[at] = (stage_span){offset, offset + len, 0};
+    k->p->spans[at] = (hg_range){offset, offset + len};
     return 0;
 }
 
@@ -111,56 +122,58 @@ static int plan_view(stage_plan *p, const hg_tensor *v)
     uint32_t at;
     int rc = stage_spans_reserve(p, 1, &at);
     if (rc == 0)
-        p->spans[at] = (stage_span){lo, hi, 0};
+        p->spans[at] = (hg_range){lo, hi};
     return rc;
 }
 
-static int span_cmp(const void *a, const void *b)
+static int written_cmp(const void *a, const void *b)
 {
-    const stage_span *x = a, *y = b;
-    return x->lo < y->lo ? -1 : x->lo > y->lo;
+    const stage_written *x = a, *y = b;
+    return x->arg < y->arg ? -1 : x->arg > y->arg;
 }
 
-/* Sorts and merges the spans of one arg in place; returns the count. */
-static uint32_t merge_spans(stage_span *s, uint32_t n)
+/* The written views of arg i, once p->written is sorted by arg: the first
+ * index goes to *first, their number is returned. */
+static uint32_t written_of(const stage_plan *p, uint32_t i, uint32_t *first)
 {
-    if (n == 0)
-        return 0;
-    qsort(s, n, sizeof *s, span_cmp);
-    uint32_t k = 0;
-    for (uint32_t i = 1; i < n; i++) {
-        if (s[i].lo <= s[k].hi) {
-            if (s[i].hi > s[k].hi)
-                s[k].hi = s[i].hi;
-        } else {
-            s[++k] = s[i];
-        }
+    uint32_t lo = 0, hi = p->nwritten;
+    while (lo < hi) { /* the first with arg >= i */
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (p->written[mid].arg < i)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
-    return k + 1;
+    *first = lo;
+    uint32_t n = 0;
+    while (lo + n < p->nwritten && p->written[lo + n].arg == i)
+        n++;
+    return n;
 }
 
 /* Plans every arg's fetch ranges and their staging places; sizes staging. */
 static int plan_fetch(stage_plan *p, size_t *total, hg_err *e)
 {
     *total = 0;
+    qsort(p->written, p->nwritten, sizeof *p->written, written_cmp);
     for (uint32_t i = 0; i < p->nargs; i++) {
         stage_arg *sa = &p->args[i];
         sa->back_first = p->nspans;
         sa->back_n = 0;
         if (!backs(sa))
             continue;
-        for (uint32_t w = 0; w < p->nwritten; w++) {
-            if (p->written[w].arg == i && plan_view(p, &p->written[w].view) != 0)
+        uint32_t w0, nw = written_of(p, i, &w0);
+        for (uint32_t w = w0; w < w0 + nw; w++) {
+            if (plan_view(p, &p->written[w].view) != 0)
                 return err_set(e, HG_ENOMEM, "arg '%s': cannot plan its copy back", sa->name);
         }
-        sa->back_n = merge_spans(p->spans + sa->back_first, p->nspans - sa->back_first);
+        sa->back_n = (uint32_t)ranges_merge(p->spans + sa->back_first, p->nspans - sa->back_first);
         p->nspans = sa->back_first + sa->back_n;
         size_t fetched = 0;
-        for (uint32_t k = 0; k < sa->back_n; k++) {
-            stage_span *s = &p->spans[sa->back_first + k];
-            s->staging = *total;
-            fetched += s->hi - s->lo;
-            if (!ck_add(*total, s->hi - s->lo, total))
+        for (uint32_t k = sa->back_first; k < sa->back_first + sa->back_n; k++) {
+            p->span_staging[k] = *total;
+            fetched += p->spans[k].hi - p->spans[k].lo;
+            if (!ck_add(*total, p->spans[k].hi - p->spans[k].lo, total))
                 return err_set(e, HG_EOVERFLOW, "arg '%s': copy-back staging overflows", sa->name);
         }
         p->rstats.d2h_bytes_skipped += (sa->hi - sa->lo) - fetched;
@@ -203,15 +216,15 @@ static int fetch(stage_plan *p, hg_device *dev, hg_err *e)
 {
     size_t n = 0;
     for (uint32_t i = 0; i < p->nargs; i++)
-        n += backs(&p->args[i]) ? p->args[i].back_n : 0;
+        n += fetch_ranges(&p->args[i]);
     if (stage_batch_reserve(p, n) != 0)
         return err_set(e, HG_ENOMEM, "copy back: cannot plan %zu copies", n);
     n = 0;
     for (uint32_t i = 0; i < p->nargs; i++) {
         const stage_arg *sa = &p->args[i];
-        for (uint32_t k = 0; backs(sa) && k < sa->back_n; k++) {
-            const stage_span *s = &p->spans[sa->back_first + k];
-            p->batch[n++] = (device_copy){p->staging + s->staging,
+        for (uint32_t k = sa->back_first; backs(sa) && k < sa->back_first + sa->back_n; k++) {
+            const hg_range *s = &p->spans[k];
+            p->batch[n++] = (device_copy){p->staging + p->span_staging[k],
                                           sa->dev_region + (s->lo - sa->lo), s->hi - s->lo};
         }
     }
@@ -219,15 +232,7 @@ static int fetch(stage_plan *p, hg_device *dev, hg_err *e)
     int rc = device_copy_batch(dev, false, p->batch, n, p->tally, &done);
     if (rc == 0)
         return 0;
-    const char *name = "?";
-    for (uint32_t i = 0, seen = 0; i < p->nargs; i++) {
-        uint32_t k = backs(&p->args[i]) ? p->args[i].back_n : 0;
-        if (done < seen + k) {
-            name = p->args[i].name;
-            break;
-        }
-        seen += k;
-    }
+    const char *name = stage_batch_arg(p, done, fetch_ranges);
     return err_set(e, rc, "arg '%s': device -> host copy back failed: %s", name, hg_strerror(rc));
 }
 
@@ -241,7 +246,8 @@ typedef struct commit_ctx {
 static int commit_run(void *ctx, size_t offset, size_t len)
 {
     commit_ctx *c = ctx;
-    const stage_span *s = c->p->spans + c->sa->back_first;
+    const uint32_t first = c->sa->back_first;
+    const hg_range *s = c->p->spans + first;
     uint32_t lo = 0, hi = c->sa->back_n;
     while (hi - lo > 1) { /* the last span with s.lo <= offset */
         uint32_t mid = lo + (hi - lo) / 2;
@@ -250,7 +256,8 @@ static int commit_run(void *ctx, size_t offset, size_t len)
         else
             hi = mid;
     }
-    memcpy(c->host + offset, c->p->staging + s[lo].staging + (offset - s[lo].lo), len);
+    memcpy(c->host + offset, c->p->staging + c->p->span_staging[first + lo] + (offset - s[lo].lo),
+           len);
     return 0;
 }
 
@@ -261,29 +268,21 @@ static void commit_arg(stage_plan *p, uint32_t i)
     if (sa->back_n == 0)
         return; /* nothing written: the host and its generation are as they were */
     commit_ctx c = {p, sa, hg_hostbuf_data(sa->tensor.host)};
-    for (uint32_t w = 0; w < p->nwritten; w++) {
+    uint32_t w0, nw = written_of(p, i, &w0);
+    for (uint32_t w = w0; w < w0 + nw; w++) {
         const hg_tensor *v = &p->written[w].view;
         size_t lo, hi;
-        if (p->written[w].arg != i || hg_tensor_extent(v, &lo, &hi) != 0 || lo == hi)
+        if (hg_tensor_extent(v, &lo, &hi) != 0 || lo == hi)
             continue;
         if (hg_tensor_is_dense(v))
             commit_run(&c, lo, hi - lo);
         else
             tensor_for_each_run(v, commit_run, &c);
     }
-    /* One write step, the fetched ranges logged (a superset of what was
-     * committed: at worst a resident copy elsewhere uploads a few more
-     * bytes).  Without memory for the list, the extent is logged instead. */
-    hg_range *r = malloc(sa->back_n * sizeof *r);
-    if (r == NULL) {
-        hg_range whole = {sa->lo, sa->hi};
-        hostbuf_mark_ranges(sa->tensor.host, &whole, 1);
-        return;
-    }
-    for (uint32_t k = 0; k < sa->back_n; k++)
-        r[k] = (hg_range){p->spans[sa->back_first + k].lo, p->spans[sa->back_first + k].hi};
-    hostbuf_mark_ranges(sa->tensor.host, r, sa->back_n);
-    free(r);
+    /* One write step, the fetched ranges logged: a superset of what was
+     * committed, so at worst a resident copy elsewhere uploads a few more
+     * bytes. */
+    hostbuf_mark_ranges(sa->tensor.host, p->spans + sa->back_first, sa->back_n);
 }
 
 int stage_copy_back(stage_plan *p, hg_device *dev, hg_err *e)

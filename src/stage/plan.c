@@ -32,6 +32,7 @@ void stage_plan_free(stage_plan *p)
     free(p->staging);
     free(p->pool.blocks);
     free(p->spans);
+    free(p->span_staging);
     free(p->written);
     free(p->batch);
     stage_plan_init(p, p->tally);
@@ -236,6 +237,18 @@ int stage_plan_build(stage_plan *p, hg_device *dev, const hg_arg *args, uint32_t
     if (rc == 0)
         rc = check_aliasing(p, e);
     return rc;
+}
+
+const char *stage_batch_arg(const stage_plan *p, size_t index,
+                            size_t (*ranges_of)(const stage_arg *))
+{
+    size_t seen = 0;
+    for (uint32_t i = 0; i < p->nargs; i++) {
+        seen += ranges_of(&p->args[i]);
+        if (index < seen)
+            return p->args[i].name;
+    }
+    return "?";
 }
 
 static int check_access(const stage_arg *sa, const hg_task_arg *ta, hg_err *e)

@@ -75,16 +75,10 @@ typedef struct stage_arg {
     bool up_whole;
     uint32_t up_first, up_n;
     /* Copy-back: the merged ranges fetched from the device
-     * (p->spans[back_first..+back_n]), each with its place in host staging. */
+     * (p->spans[back_first..+back_n]); span k lands in host staging at
+     * p->span_staging[k]. */
     uint32_t back_first, back_n;
 } stage_arg;
-
-/* A byte range of a host buffer and, for copy-back, where it lands in host
- * staging. */
-typedef struct stage_span {
-    size_t lo, hi;
-    size_t staging;
-} stage_span;
 
 /* A view a task wrote (OUT or INOUT) of run arg `arg`: what copy-back brings
  * back, and nothing else. */
@@ -134,9 +128,10 @@ typedef struct stage_plan {
     bool verify;         /* hash resident args' host bytes (HG_ESTALE) */
     bool poison_scratch; /* fill reused scratch with STAGE_POISON */
     stage_residency_stats rstats;
-    stage_span *spans; /* upload and copy-back ranges of this run */
+    hg_range *spans;      /* upload and copy-back ranges of this run */
+    size_t *span_staging; /* copy-back spans: their offset in host staging */
     uint32_t nspans, cap_spans;
-    stage_written *written; /* views tasks wrote, in submission order */
+    stage_written *written; /* views tasks wrote (grouped by arg at copy-back) */
     uint32_t nwritten, cap_written;
     device_copy *batch; /* the one batched copy of a stage */
     uint32_t cap_batch;
@@ -208,6 +203,11 @@ int stage_note_written(stage_plan *p, uint32_t arg, const hg_tensor *view, hg_er
  * is fetched as its extent or per contiguous run, whichever
  * STAGE_COPY_COST_BYTES says is cheaper. */
 int stage_copy_back(stage_plan *p, hg_device *dev, hg_err *e);
+
+/* For a batch built arg by arg, ranges_of(arg) entries each: the name of
+ * the arg that entry `index` (the one a batched copy failed at) belongs to. */
+const char *stage_batch_arg(const stage_plan *p, size_t index,
+                            size_t (*ranges_of)(const stage_arg *));
 
 /* Grows the plan's batch list (p->batch) to n entries.  HG_ENOMEM. */
 int stage_batch_reserve(stage_plan *p, size_t n);

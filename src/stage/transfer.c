@@ -120,14 +120,7 @@ int stage_upload(stage_plan *p, hg_device *dev, const stage_retained *r, hg_err 
     size_t done = 0;
     int rc = device_copy_batch(dev, true, p->batch, n, p->tally, &done);
     if (rc != 0) {
-        const char *name = "?";
-        for (uint32_t i = 0, seen = 0; i < p->nargs;
-             seen += (uint32_t)upload_ranges(&p->args[i]), i++) {
-            if (done < seen + upload_ranges(&p->args[i])) {
-                name = p->args[i].name;
-                break;
-            }
-        }
+        const char *name = stage_batch_arg(p, done, upload_ranges);
         return err_set(e, rc, "arg '%s': host -> device copy failed: %s", name, hg_strerror(rc));
     }
     return poison_outs(p, dev, e);

@@ -159,7 +159,7 @@ static int range_cmp(const void *a, const void *b)
     return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
-size_t hostbuf_merge_ranges(hg_range *r, size_t n)
+size_t ranges_merge(hg_range *r, size_t n)
 {
     if (n == 0)
         return 0;
@@ -191,7 +191,7 @@ size_t hostbuf_written_since(const hg_hostbuf *hb, uint64_t since, size_t lo, si
             return SIZE_MAX;
         out[n++] = (hg_range){a, b};
     }
-    return hostbuf_merge_ranges(out, n);
+    return ranges_merge(out, n);
 }
 
 int hg_hostbuf_write(hg_hostbuf *hb, size_t offset, const void *src, size_t bytes)

@@ -43,8 +43,9 @@ size_t hostbuf_written_since(const hg_hostbuf *hb, uint64_t since, size_t lo, si
                              hg_range *out, size_t max);
 
 /* Sorts r[0..n) by lo and merges overlapping or touching ranges in place;
- * returns the new count. */
-size_t hostbuf_merge_ranges(hg_range *r, size_t n);
+ * returns the new count.  The one range merge: the write log and copy-back
+ * both use it. */
+size_t ranges_merge(hg_range *r, size_t n);
 
 /* Number of elements of the view (checked). */
 int tensor_numel(const hg_tensor *t, size_t *out);

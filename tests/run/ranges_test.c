@@ -201,6 +201,7 @@ TEST(a_fault_in_any_ranged_copy_publishes_nothing)
         /* copies 1..K are the ranged uploads, K+1..2K the ranged copy-back */
         ASSERT_OK(hg_device_inject_fault(g.dev, HG_FAULT_COPY, k));
         ASSERT_EQ(hg_runner_run(g.r, &ROWS_CALL, g.args, 2, &s), HG_ECOPY);
+        ASSERT_STR_CONTAINS(hg_runner_errmsg(g.r), "arg 'cache'"); /* the batch names its arg */
         ASSERT(memcmp(before, hg_hostbuf_data(g.cache), sizeof before) == 0);
         ASSERT_UEQ(hg_hostbuf_generation(g.cache), gen);
         ASSERT_OK(hg_runner_run(g.r, &ROWS_CALL, g.args, 2, &s));
