@@ -155,7 +155,8 @@ static uint32_t written_of(const stage_plan *p, uint32_t i, uint32_t *first)
 static int plan_fetch(stage_plan *p, size_t *total, hg_err *e)
 {
     *total = 0;
-    qsort(p->written, p->nwritten, sizeof *p->written, written_cmp);
+    if (p->nwritten > 1) /* qsort takes no NULL, even for 0 items */
+        qsort(p->written, p->nwritten, sizeof *p->written, written_cmp);
     for (uint32_t i = 0; i < p->nargs; i++) {
         stage_arg *sa = &p->args[i];
         sa->back_first = p->nspans;
