@@ -15,10 +15,12 @@
  *   - every row of the group after next is prefetched, the passes sharing
  *     the rows: rows are read in 2 KiB pieces ldw apart, which the hardware
  *     prefetcher alone follows poorly (a row left out costs ~25%);
- *   - the accumulators are reduced, 16 at a time, to vectors of 16 sums
- *     with a transpose-add tree and added into acc[row][16] on the stack (the
- *     rows of y are far apart; acc's are adjacent), which goes to y once
- *     per chunk of 512 weight rows (a projection task is one chunk).
+ *   - a group's 24 accumulators are reduced to 24 sums with a transpose-add
+ *     tree kept in registers (~70 shuffles and adds per 768 vdpbf16ps; the
+ *     first version, a loop over an array, spilled them all to the stack and
+ *     cost a third of the throughput) and added into acc[row][16] on the
+ *     stack (the rows of y are far apart; acc's are adjacent), which goes to
+ *     y once per chunk of 512 weight rows (a projection task is one chunk).
  *
  * vdpbf16ps does 32 multiply-adds, so 16 rows cost 16 of them per 64 weight
  * bytes: on a 2-core Zen 5 the in-cache ceiling is ~20 GB/s of weights per
@@ -109,23 +111,33 @@ static void proj_block_portable(const proj_block *b)
 #define PROJ_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 #define PROJ_INLINE __attribute__((always_inline)) static inline
 
-/* The 16 lane sums of a[0..16) as one vector: lane r = sum of a[r]. */
-PROJ_TARGET PROJ_INLINE __m512 sum16(const __m512 *a)
+/* The sum tree that turns accumulators into sums: by-value helpers that
+ * GCC keeps in registers.  fold2(a, b), per 128-bit quarter: a0+a2 b0+b2
+ * a1+a3 b1+b3, i.e. two partial sums each of a and b. */
+PROJ_TARGET PROJ_INLINE __m512 fold2(__m512 a, __m512 b)
 {
-    __m512 p[8], q[4];
-    for (int i = 0; i < 8; i++) /* lanes a0 b0 a1 b1 + a2 b2 a3 b3, per 128 bits */
-        p[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]),
-                             _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
-    for (int i = 0; i < 4; i++) /* a b c d per 128 bits, each a quarter's sum */
-        q[i] = _mm512_add_ps(_mm512_shuffle_ps(p[2 * i], p[2 * i + 1], 0x44),
-                             _mm512_shuffle_ps(p[2 * i], p[2 * i + 1], 0xee));
-    /* Add the four 128-bit quarters of each input: two rounds of pairing. */
-    __m512 x01 = _mm512_add_ps(_mm512_shuffle_f32x4(q[0], q[1], 0x88),
-                               _mm512_shuffle_f32x4(q[0], q[1], 0xdd));
-    __m512 x23 = _mm512_add_ps(_mm512_shuffle_f32x4(q[2], q[3], 0x88),
-                               _mm512_shuffle_f32x4(q[2], q[3], 0xdd));
-    return _mm512_add_ps(_mm512_shuffle_f32x4(x01, x23, 0x88),
-                         _mm512_shuffle_f32x4(x01, x23, 0xdd));
+    return _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+}
+
+/* fold4(fold2(a, b), fold2(c, d)), per quarter: a b c d, each that
+ * quarter's sum. */
+PROJ_TARGET PROJ_INLINE __m512 fold4(__m512 p, __m512 q)
+{
+    return _mm512_add_ps(_mm512_shuffle_ps(p, q, 0x44), _mm512_shuffle_ps(p, q, 0xee));
+}
+
+/* Quarters u0+u1, u2+u3, v0+v1, v2+v3. */
+PROJ_TARGET PROJ_INLINE __m512 fold_quarters(__m512 u, __m512 v)
+{
+    return _mm512_add_ps(_mm512_shuffle_f32x4(u, v, 0x88), _mm512_shuffle_f32x4(u, v, 0xdd));
+}
+
+/* a[0..8) to quarters: lanes 0-3 and 4-7 sum to a0..a3, 8-11 and 12-15 to
+ * a4..a7. */
+PROJ_TARGET PROJ_INLINE __m512 fold8(const __m512 *a)
+{
+    return fold_quarters(fold4(fold2(a[0], a[1]), fold2(a[2], a[3])),
+                         fold4(fold2(a[4], a[5]), fold2(a[6], a[7])));
 }
 
 /* 32 bf16 of a weight row at kk: all of them, or the first `len` (the
@@ -151,7 +163,7 @@ PROJ_TARGET PROJ_INLINE void group_step(__m512 *a, const __m512bh *wv, const uin
     }
 }
 
-/* Adds 8 sums (lanes lo..lo+8 of s) into acc row j, pass p, if j < n. */
+/* Adds 8 sums into acc row j, pass p, if j < n. */
 PROJ_TARGET PROJ_INLINE void add_sums(const proj_block *b, size_t j, int p, __m256 s)
 {
     if (j >= b->n)
@@ -164,50 +176,56 @@ PROJ_TARGET PROJ_INLINE void add_sums(const proj_block *b, size_t j, int p, __m2
  * (rows past n repeat row j; their sums are dropped).  `ahead` is the first
  * row of a later group: pass p prefetches its rows p, p + passes, ... so
  * that the passes together fetch all of them (rows are read in 2 KiB
- * pieces ldw apart, which the hardware prefetcher alone follows poorly). */
-PROJ_TARGET static void proj_group(const proj_block *b, size_t j, int p, int passes,
-                                   const char *ahead)
+ * pieces ldw apart, which the hardware prefetcher alone follows poorly).
+ * Inlined with constant p and passes, so the prefetches are straight code. */
+PROJ_TARGET PROJ_INLINE void proj_group(const proj_block *b, size_t j, int p, int passes,
+                                        const char *ahead)
 {
     __m512 a[8 * PROJ_WROWS];
+#pragma GCC unroll 24
     for (int i = 0; i < 8 * PROJ_WROWS; i++)
         a[i] = _mm512_setzero_ps();
     const uint16_t *x0 = b->xb + (size_t)(8 * p) * PROJ_XSTRIDE;
     const uint16_t *wr[PROJ_WROWS];
+#pragma GCC unroll 4
     for (int i = 0; i < PROJ_WROWS; i++)
         wr[i] = b->w + (j + (size_t)i < b->n ? j + (size_t)i : j) * b->ldw;
     size_t full = b->kb / 32 * 32, kk = 0;
     __m512bh wv[PROJ_WROWS];
     for (; kk < full; kk += 32) {
+#pragma GCC unroll 4
         for (int i = p; i < PROJ_WROWS; i += passes)
             _mm_prefetch(ahead + (size_t)i * b->ldw * 2 + 2 * kk, _MM_HINT_T0);
+#pragma GCC unroll 4
         for (int i = 0; i < PROJ_WROWS; i++)
             wv[i] = load_w(wr[i], kk, 32);
         group_step(a, wv, x0, kk);
     }
     if (kk < b->kb) {
+#pragma GCC unroll 4
         for (int i = 0; i < PROJ_WROWS; i++)
             wv[i] = load_w(wr[i], kk, b->kb - kk);
         group_step(a, wv, x0, kk);
     }
-    for (int g = 0; g < PROJ_WROWS; g += 2) {
-        __m512 t[16];
-        for (int i = 0; i < 16; i++)
-            t[i] = 8 * g + i < 8 * PROJ_WROWS ? a[8 * g + i] : _mm512_setzero_ps();
-        __m512 s = sum16(t); /* lane 8i + r: weight row j + g + i, x row 8p + r */
-        add_sums(b, j + (size_t)g, p, _mm512_castps512_ps256(s));
-        if (g + 1 < PROJ_WROWS)
-            add_sums(b, j + (size_t)g + 1, p, _mm512_extractf32x8_ps(s, 1));
-    }
+    /* Lane 8i + r of s01: weight row j + i, x row 8p + r (written for 3 rows). */
+    _Static_assert(PROJ_WROWS == 3, "the sum tree below reduces 3 weight rows");
+    __m512 u0 = fold8(a), u1 = fold8(a + 8), u2 = fold8(a + 16);
+    __m512 s01 = fold_quarters(u0, u1), s2 = fold_quarters(u2, u2);
+    add_sums(b, j, p, _mm512_castps512_ps256(s01));
+    add_sums(b, j + 1, p, _mm512_extractf32x8_ps(s01, 1));
+    add_sums(b, j + 2, p, _mm512_castps512_ps256(s2));
 }
 
 PROJ_TARGET static void proj_block_avx512bf16(const proj_block *b)
 {
-    int passes = b->nrows > 8 ? 2 : 1; /* a pass of padding rows only is skipped */
     for (size_t j = 0; j < b->n; j += PROJ_WROWS) {
-        for (int p = 0; p < passes; p++) {
-            size_t next = j + PROJ_PFAHEAD * PROJ_WROWS;
-            const uint16_t *ahead = next + PROJ_WROWS <= b->n ? b->w + next * b->ldw : b->w;
-            proj_group(b, j, p, passes, (const char *)ahead);
+        size_t next = j + PROJ_PFAHEAD * PROJ_WROWS;
+        const char *ahead = (const char *)(next + PROJ_WROWS <= b->n ? b->w + next * b->ldw : b->w);
+        if (b->nrows > 8) {
+            proj_group(b, j, 0, 2, ahead);
+            proj_group(b, j, 1, 2, ahead);
+        } else { /* a pass of padding rows only is skipped */
+            proj_group(b, j, 0, 1, ahead);
         }
     }
 }
@@ -254,9 +272,11 @@ static void load_x(const kern_mat *x, size_t r0, size_t nrows, size_t k0, size_t
                    bool fast)
 {
     float row[PROJ_KBLOCK];
-    memset(xb, 0, PROJ_ROWS * PROJ_XSTRIDE * sizeof(uint16_t));
+    size_t kpad = (kb + 31) / 32 * 32; /* a masked tail step reads xb up to here */
+    memset(xb + nrows * PROJ_XSTRIDE, 0, (PROJ_ROWS - nrows) * PROJ_XSTRIDE * sizeof(uint16_t));
     for (size_t r = 0; r < nrows; r++) {
         uint16_t *dst = xb + r * PROJ_XSTRIDE;
+        memset(dst + kb, 0, (kpad - kb) * sizeof(uint16_t));
         if (x->dtype != HG_F32 || x->s_col != 1) {
             kern_mat_get_span(x, r0 + r, k0, kb, row);
             to_bf16(row, kb, dst, false);
