@@ -11,14 +11,11 @@
 #include <stdlib.h>
 
 #include "kernels.h"
+#include "simd.h"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define ATTN_HAVE_X86 1
-/* The same loops compiled for AVX-512 (zmm-wide): chosen at run time. */
-#define ATTN_AVX512                                                                                \
-    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,prefer-vector-width=512")))
-#else
-#define ATTN_HAVE_X86 0
+#if KERN_HAVE_X86
+/* The AVX-512 paths: chosen at run time. */
+#define ATTN_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
 #endif
 #define ATTN_INLINE __attribute__((always_inline)) static inline
 
@@ -196,53 +193,326 @@ static void softmax_portable(float *row, size_t n, float *m, float *l)
     softmax_row(row, n, m, l);
 }
 
-#if ATTN_HAVE_X86
-#include <immintrin.h>
+#if KERN_HAVE_X86
+/*
+ * The AVX-512 paths take the chunk's tokens ATTN_TB at a time: their rows
+ * (kv_heads * D bf16 each, ATTN_TB * 2 KiB at Qwen3's 8 x 128) stay in L2
+ * while passes over them walk one kv head, and a few heads of its group, at
+ * a time, keeping the sums in registers:
+ *
+ *   QK: per 16 tokens, each head's 16 dot products (a vector of partial sums
+ *       each) go through one sum tree to 16 scores (one horizontal add per
+ *       dot product cost more than the products);
+ *   PV: a head's output is D floats, too many registers for a group, so a
+ *       pass covers a slab of 32 dims (one cache line of a row), every head
+ *       of the pass accumulating in registers, added into part per block.
+ *
+ * A pass takes up to ATTN_MAXH heads of a group; the head count of a pass is
+ * a constant in each instance (the switches below), so that the compiler
+ * keeps the accumulators in registers.  While the passes walk one block of
+ * tokens, the next block's rows are prefetched into L2, a few lines per
+ * token step, in address order: the passes alone read each row in pieces
+ * kv_heads * D * 2 bytes apart, a stride the hardware prefetcher follows
+ * late (a third of the time went waiting for memory).
+ */
+#define ATTN_MAXH 8
+#define ATTN_TB   32
 
-/* qk_tokens with the dot products in zmm registers and one horizontal add
- * each (compilers turn dotf's 16 partial sums into a trip through memory);
- * the portable loop where D is not a multiple of 16. */
-ATTN_AVX512 static void qk_avx512(const chunk_job *j)
+/* The next block's rows, prefetched `per_step` lines at a time. */
+typedef struct row_prefetch {
+    const char *row[ATTN_TB];
+    size_t n, row_bytes, t, off, per_step;
+} row_prefetch;
+
+/* Row pointers (kv head 0) of tokens [t0, t0 + n) into rows. */
+ATTN_INLINE void rows_at(const chunk_blocks *cb, size_t t0, size_t n, const uint16_t **rows)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t t = t0 + i;
+        const hg_kview *b = &cb->blocks[t / cb->block_size];
+        rows[i] = (const uint16_t *)b->data + (t % cb->block_size) * b->strides[0];
+    }
+}
+
+/* Aims pf at tokens [t0, t0 + n) of the chunk, to be fetched over `steps`
+ * calls of prefetch_step. */
+ATTN_INLINE void prefetch_rows(row_prefetch *pf, const chunk_blocks *cb, size_t t0, size_t n,
+                               size_t steps)
+{
+    rows_at(cb, t0, n, (const uint16_t **)pf->row);
+    pf->n = n;
+    pf->row_bytes = cb->kv_heads * cb->d * 2;
+    pf->t = pf->off = 0;
+    size_t lines = n * ((pf->row_bytes + 63) / 64);
+    pf->per_step = steps == 0 ? 0 : (lines + steps - 1) / steps;
+}
+
+ATTN_AVX512 ATTN_INLINE void prefetch_step(row_prefetch *pf)
+{
+    for (size_t i = 0; i < pf->per_step && pf->t < pf->n; i++) {
+        _mm_prefetch(pf->row[pf->t] + pf->off, _MM_HINT_T1);
+        pf->off += 64;
+        if (pf->off >= pf->row_bytes) {
+            pf->off = 0;
+            pf->t++;
+        }
+    }
+}
+
+/* Passes per kv head: head groups of up to ATTN_MAXH. */
+ATTN_INLINE size_t head_passes(size_t group)
+{
+    return (group + ATTN_MAXH - 1) / ATTN_MAXH;
+}
+
+/* scores[h][t0 + i] for the nh heads from h0 and the block's nt tokens
+ * (rows), kv head g: 16 tokens at a time, their dot products' partial sums
+ * in buf ([nh][16] vectors). */
+ATTN_AVX512 ATTN_INLINE void qk_heads(const chunk_job *j, const uint16_t *const *rows, size_t t0,
+                                      size_t nt, size_t g, size_t h0, int nh, __m512 *buf,
+                                      row_prefetch *pf)
 {
     size_t d = j->cb->d;
+    const float *q = j->q + h0 * d;
+    for (size_t s0 = 0; s0 < nt; s0 += 16) {
+        size_t ns = nt - s0 < 16 ? nt - s0 : 16;
+        for (size_t i = 0; i < 16; i++) {
+            __m512 acc[ATTN_MAXH];
+#pragma GCC unroll 8
+            for (int h = 0; h < nh; h++)
+                acc[h] = _mm512_setzero_ps();
+            if (i < ns) {
+                const uint16_t *k = rows[s0 + i] + g * d;
+                prefetch_step(pf);
+                for (size_t c = 0; c < d; c += 16) {
+                    __m512 kv = kern_widen16(k + c);
+#pragma GCC unroll 8
+                    for (int h = 0; h < nh; h++)
+                        acc[h] =
+                            _mm512_fmadd_ps(_mm512_loadu_ps(q + (size_t)h * d + c), kv, acc[h]);
+                }
+            }
+#pragma GCC unroll 8
+            for (int h = 0; h < nh; h++)
+                buf[h * 16 + (int)i] = acc[h];
+        }
+        __m512 scale = _mm512_set1_ps(j->scale);
+        __mmask16 keep = (__mmask16)((1u << ns) - 1);
+#pragma GCC unroll 8
+        for (int h = 0; h < nh; h++)
+            _mm512_mask_storeu_ps(j->scores + (h0 + (size_t)h) * j->ctok + t0 + s0, keep,
+                                  _mm512_mul_ps(scale, kern_sum16(buf + h * 16)));
+    }
+}
+
+/* The dot products in fp32 FMAs (q stays f32); D not a multiple of 16 takes
+ * the portable loop. */
+ATTN_AVX512 static void qk_avx512(const chunk_job *j)
+{
+    size_t d = j->cb->d, passes = j->cb->kv_heads * head_passes(j->group);
     if (d % 16 != 0) {
         qk_tokens(j);
         return;
     }
-    for (size_t t = 0; t < j->tokens; t++) {
+    __m512 buf[ATTN_MAXH * 16];
+    const uint16_t *rows[ATTN_TB];
+    row_prefetch pf;
+    for (size_t t0 = 0; t0 < j->tokens; t0 += ATTN_TB) {
+        size_t nt = j->tokens - t0 < ATTN_TB ? j->tokens - t0 : ATTN_TB;
+        size_t t1 = t0 + nt, next = j->tokens - t1 < ATTN_TB ? j->tokens - t1 : ATTN_TB;
+        rows_at(j->cb, t0, nt, rows);
+        prefetch_rows(&pf, j->cb, t1, next, passes * nt);
         for (size_t g = 0; g < j->cb->kv_heads; g++) {
-            block_row(j->cb, t, g, j->row);
-            for (size_t h = g * j->group; h < (g + 1) * j->group; h++) {
-                const float *q = j->q + h * d;
-                __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-                size_t i = 0;
-                for (; i + 32 <= d; i += 32) {
-                    a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + i), _mm512_loadu_ps(j->row + i), a0);
-                    a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + i + 16),
-                                         _mm512_loadu_ps(j->row + i + 16), a1);
+            for (size_t h0 = g * j->group; h0 < (g + 1) * j->group; h0 += ATTN_MAXH) {
+                size_t left = (g + 1) * j->group - h0;
+                switch (left < ATTN_MAXH ? left : ATTN_MAXH) {
+                case 1:
+                    qk_heads(j, rows, t0, nt, g, h0, 1, buf, &pf);
+                    break;
+                case 2:
+                    qk_heads(j, rows, t0, nt, g, h0, 2, buf, &pf);
+                    break;
+                case 3:
+                    qk_heads(j, rows, t0, nt, g, h0, 3, buf, &pf);
+                    break;
+                case 4:
+                    qk_heads(j, rows, t0, nt, g, h0, 4, buf, &pf);
+                    break;
+                case 5:
+                    qk_heads(j, rows, t0, nt, g, h0, 5, buf, &pf);
+                    break;
+                case 6:
+                    qk_heads(j, rows, t0, nt, g, h0, 6, buf, &pf);
+                    break;
+                case 7:
+                    qk_heads(j, rows, t0, nt, g, h0, 7, buf, &pf);
+                    break;
+                default:
+                    qk_heads(j, rows, t0, nt, g, h0, 8, buf, &pf);
+                    break;
                 }
-                if (i < d)
-                    a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + i), _mm512_loadu_ps(j->row + i), a0);
-                j->scores[h * j->ctok + t] = j->scale * _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
             }
         }
     }
 }
 
-ATTN_AVX512 static void pv_avx512(const chunk_job *j)
+/* part[h][c0, c0 + 16 ns) += the block's tokens' p[h][t] V[t] for the nh
+ * heads from h0 (kv head g), summed in nh x ns registers. */
+ATTN_AVX512 ATTN_INLINE void pv_slab(const chunk_job *j, const uint16_t *const *rows, size_t t0,
+                                     size_t nt, size_t g, size_t h0, int nh, size_t c0, int ns,
+                                     row_prefetch *pf)
 {
-    pv_tokens(j);
+    size_t ctok = j->ctok, d = j->cb->d;
+    float *part = j->part + h0 * d + c0;
+    __m512 acc[ATTN_MAXH][2];
+#pragma GCC unroll 8
+    for (int h = 0; h < nh; h++) {
+#pragma GCC unroll 2
+        for (int s = 0; s < ns; s++)
+            acc[h][s] = _mm512_loadu_ps(part + (size_t)h * d + 16 * (size_t)s);
+    }
+    const float *p = j->scores + h0 * ctok + t0;
+    for (size_t i = 0; i < nt; i++) {
+        const uint16_t *v = rows[i] + g * d + c0;
+        prefetch_step(pf);
+        __m512 vv[2];
+#pragma GCC unroll 2
+        for (int s = 0; s < ns; s++)
+            vv[s] = kern_widen16(v + 16 * s);
+#pragma GCC unroll 8
+        for (int h = 0; h < nh; h++) {
+            __m512 w = _mm512_set1_ps(p[(size_t)h * ctok + i]);
+#pragma GCC unroll 2
+            for (int s = 0; s < ns; s++)
+                acc[h][s] = _mm512_fmadd_ps(w, vv[s], acc[h][s]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int h = 0; h < nh; h++) {
+#pragma GCC unroll 2
+        for (int s = 0; s < ns; s++)
+            _mm512_storeu_ps(part + (size_t)h * d + 16 * (size_t)s, acc[h][s]);
+    }
 }
 
+/* Every slab of the nh heads from h0: 32 dims while they last, then 16. */
+ATTN_AVX512 ATTN_INLINE void pv_heads(const chunk_job *j, const uint16_t *const *rows, size_t t0,
+                                      size_t nt, size_t g, size_t h0, int nh, row_prefetch *pf)
+{
+    size_t c0 = 0, d = j->cb->d;
+    for (; c0 + 32 <= d; c0 += 32)
+        pv_slab(j, rows, t0, nt, g, h0, nh, c0, 2, pf);
+    if (c0 < d)
+        pv_slab(j, rows, t0, nt, g, h0, nh, c0, 1, pf);
+}
+
+/* Adds into part, which the task zeroed. */
+ATTN_AVX512 static void pv_avx512(const chunk_job *j)
+{
+    size_t d = j->cb->d;
+    if (d % 16 != 0) {
+        pv_tokens(j);
+        return;
+    }
+    size_t passes = j->cb->kv_heads * head_passes(j->group) * ((d + 31) / 32);
+    const uint16_t *rows[ATTN_TB];
+    row_prefetch pf;
+    for (size_t t0 = 0; t0 < j->tokens; t0 += ATTN_TB) {
+        size_t nt = j->tokens - t0 < ATTN_TB ? j->tokens - t0 : ATTN_TB;
+        size_t t1 = t0 + nt, next = j->tokens - t1 < ATTN_TB ? j->tokens - t1 : ATTN_TB;
+        rows_at(j->cb, t0, nt, rows);
+        prefetch_rows(&pf, j->cb, t1, next, passes * nt);
+        for (size_t g = 0; g < j->cb->kv_heads; g++) {
+            for (size_t h0 = g * j->group; h0 < (g + 1) * j->group; h0 += ATTN_MAXH) {
+                size_t left = (g + 1) * j->group - h0;
+                switch (left < ATTN_MAXH ? left : ATTN_MAXH) {
+                case 1:
+                    pv_heads(j, rows, t0, nt, g, h0, 1, &pf);
+                    break;
+                case 2:
+                    pv_heads(j, rows, t0, nt, g, h0, 2, &pf);
+                    break;
+                case 3:
+                    pv_heads(j, rows, t0, nt, g, h0, 3, &pf);
+                    break;
+                case 4:
+                    pv_heads(j, rows, t0, nt, g, h0, 4, &pf);
+                    break;
+                case 5:
+                    pv_heads(j, rows, t0, nt, g, h0, 5, &pf);
+                    break;
+                case 6:
+                    pv_heads(j, rows, t0, nt, g, h0, 6, &pf);
+                    break;
+                case 7:
+                    pv_heads(j, rows, t0, nt, g, h0, 7, &pf);
+                    break;
+                default:
+                    pv_heads(j, rows, t0, nt, g, h0, 8, &pf);
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/* exp_nonpositive on 16 lanes, the same operations in the same order (so
+ * the same bits: the build contracts no a * b + c in either). */
+ATTN_AVX512 ATTN_INLINE __m512 exp16_nonpositive(__m512 x)
+{
+    x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+    __m512i n = _mm512_cvttps_epi32(
+        _mm512_sub_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)), _mm512_set1_ps(0.5f)));
+    __m512 nf = _mm512_cvtepi32_ps(n);
+    __m512 r = _mm512_add_ps(_mm512_sub_ps(x, _mm512_mul_ps(nf, _mm512_set1_ps(0.693359375f))),
+                             _mm512_mul_ps(nf, _mm512_set1_ps(2.12194440e-4f)));
+    __m512 p = _mm512_add_ps(_mm512_set1_ps(1.0f / 120), _mm512_div_ps(r, _mm512_set1_ps(720.0f)));
+    p = _mm512_add_ps(_mm512_set1_ps(1.0f / 24), _mm512_mul_ps(r, p));
+    p = _mm512_add_ps(_mm512_set1_ps(1.0f / 6), _mm512_mul_ps(r, p));
+    p = _mm512_add_ps(_mm512_set1_ps(0.5f), _mm512_mul_ps(r, p));
+    p = _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_mul_ps(r, p));
+    p = _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_mul_ps(r, p));
+    __m512i pow2 = _mm512_slli_epi32(_mm512_add_epi32(n, _mm512_set1_epi32(127)), 23);
+    return _mm512_mul_ps(p, _mm512_castsi512_ps(pow2));
+}
+
+/* softmax_row in zmm registers, with its results bit for bit: the max is
+ * exact in any order, exp16 is exp_nonpositive lane by lane, and the sum
+ * adds in softmax_row's order (16 lanes over whole vectors, the lanes in
+ * turn, then the tail). */
 ATTN_AVX512 static void softmax_avx512(float *row, size_t n, float *m, float *l)
 {
-    softmax_row(row, n, m, l);
+    size_t full = n / 16 * 16;
+    __mmask16 tail = (__mmask16)((1u << (n - full)) - 1);
+    __m512 vmax = _mm512_set1_ps(-INFINITY);
+    for (size_t t = 0; t < full; t += 16)
+        vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(row + t));
+    vmax = _mm512_max_ps(vmax, _mm512_mask_loadu_ps(vmax, tail, row + full));
+    float mx = _mm512_reduce_max_ps(vmax);
+    __m512 vmx = _mm512_set1_ps(mx), lanes = _mm512_setzero_ps();
+    for (size_t t = 0; t < full; t += 16) {
+        __m512 e = exp16_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(row + t), vmx));
+        _mm512_storeu_ps(row + t, e);
+        lanes = _mm512_add_ps(lanes, e);
+    }
+    if (tail != 0)
+        _mm512_mask_storeu_ps(
+            row + full, tail,
+            exp16_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, row + full), vmx)));
+    float lane[16], sum = 0.0f;
+    _mm512_storeu_ps(lane, lanes);
+    for (int k = 0; k < 16; k++)
+        sum += lane[k];
+    for (size_t t = full; t < n; t++)
+        sum += row[t];
+    *m = mx;
+    *l = sum;
 }
 #endif
 
 static void run_qk(const chunk_job *j)
 {
-#if ATTN_HAVE_X86
+#if KERN_HAVE_X86
     if (kern_use_avx512bf16()) {
         qk_avx512(j);
         return;
@@ -253,7 +523,7 @@ static void run_qk(const chunk_job *j)
 
 static void run_pv(const chunk_job *j)
 {
-#if ATTN_HAVE_X86
+#if KERN_HAVE_X86
     if (kern_use_avx512bf16()) {
         pv_avx512(j);
         return;
@@ -264,7 +534,7 @@ static void run_pv(const chunk_job *j)
 
 static void run_softmax(float *row, size_t n, float *m, float *l)
 {
-#if ATTN_HAVE_X86
+#if KERN_HAVE_X86
     if (kern_use_avx512bf16()) {
         softmax_avx512(row, n, m, l);
         return;

@@ -37,14 +37,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define PROJ_HAVE_X86 1
-#else
-#define PROJ_HAVE_X86 0
-#endif
-
 #include "kernels.h"
+#include "simd.h"
 
 #define PROJ_ROWS   16   /* x rows per pass: one zmm accumulator each */
 #define PROJ_KBLOCK 1024 /* 16 rows x 1024 bf16 of x = 32 KiB, an L1's worth */
@@ -107,38 +101,9 @@ static void proj_block_portable(const proj_block *b)
 
 /* ----------------------------------------------------- AVX-512 BF16 path */
 
-#if PROJ_HAVE_X86
+#if KERN_HAVE_X86
 #define PROJ_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 #define PROJ_INLINE __attribute__((always_inline)) static inline
-
-/* The sum tree that turns accumulators into sums: by-value helpers that
- * GCC keeps in registers.  fold2(a, b), per 128-bit quarter: a0+a2 b0+b2
- * a1+a3 b1+b3, i.e. two partial sums each of a and b. */
-PROJ_TARGET PROJ_INLINE __m512 fold2(__m512 a, __m512 b)
-{
-    return _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
-}
-
-/* fold4(fold2(a, b), fold2(c, d)), per quarter: a b c d, each that
- * quarter's sum. */
-PROJ_TARGET PROJ_INLINE __m512 fold4(__m512 p, __m512 q)
-{
-    return _mm512_add_ps(_mm512_shuffle_ps(p, q, 0x44), _mm512_shuffle_ps(p, q, 0xee));
-}
-
-/* Quarters u0+u1, u2+u3, v0+v1, v2+v3. */
-PROJ_TARGET PROJ_INLINE __m512 fold_quarters(__m512 u, __m512 v)
-{
-    return _mm512_add_ps(_mm512_shuffle_f32x4(u, v, 0x88), _mm512_shuffle_f32x4(u, v, 0xdd));
-}
-
-/* a[0..8) to quarters: lanes 0-3 and 4-7 sum to a0..a3, 8-11 and 12-15 to
- * a4..a7. */
-PROJ_TARGET PROJ_INLINE __m512 fold8(const __m512 *a)
-{
-    return fold_quarters(fold4(fold2(a[0], a[1]), fold2(a[2], a[3])),
-                         fold4(fold2(a[4], a[5]), fold2(a[6], a[7])));
-}
 
 /* 32 bf16 of a weight row at kk: all of them, or the first `len` (the
  * block's tail: w must not be read past it, and xb is zero there). */
@@ -209,8 +174,8 @@ PROJ_TARGET PROJ_INLINE void proj_group(const proj_block *b, size_t j, int p, in
     }
     /* Lane 8i + r of s01: weight row j + i, x row 8p + r (written for 3 rows). */
     _Static_assert(PROJ_WROWS == 3, "the sum tree below reduces 3 weight rows");
-    __m512 u0 = fold8(a), u1 = fold8(a + 8), u2 = fold8(a + 16);
-    __m512 s01 = fold_quarters(u0, u1), s2 = fold_quarters(u2, u2);
+    __m512 u0 = kern_fold8(a), u1 = kern_fold8(a + 8), u2 = kern_fold8(a + 16);
+    __m512 s01 = kern_fold_quarters(u0, u1), s2 = kern_fold_quarters(u2, u2);
     add_sums(b, j, p, _mm512_castps512_ps256(s01));
     add_sums(b, j + 1, p, _mm512_extractf32x8_ps(s01, 1));
     add_sums(b, j + 2, p, _mm512_castps512_ps256(s2));
@@ -239,7 +204,7 @@ PROJ_TARGET static void proj_block_avx512bf16(const proj_block *b)
  * path (32 at a time), the scalar rounding otherwise (and for the tail). */
 static void to_bf16(const float *src, size_t n, uint16_t *dst, bool fast);
 
-#if PROJ_HAVE_X86
+#if KERN_HAVE_X86
 PROJ_TARGET static size_t to_bf16_avx512(const float *src, size_t n, uint16_t *dst)
 {
     size_t i = 0;
@@ -254,7 +219,7 @@ PROJ_TARGET static size_t to_bf16_avx512(const float *src, size_t n, uint16_t *d
 static void to_bf16(const float *src, size_t n, uint16_t *dst, bool fast)
 {
     size_t i = 0;
-#if PROJ_HAVE_X86
+#if KERN_HAVE_X86
     if (fast)
         i = to_bf16_avx512(src, n, dst);
 #else
@@ -304,7 +269,7 @@ static void proj_chunk(const kern_mat *x, size_t r0, size_t nrows, const uint16_
         size_t kb = k - k0 < PROJ_KBLOCK ? k - k0 : PROJ_KBLOCK;
         load_x(x, r0, nrows, k0, kb, xb, !portable);
         proj_block b = {xb, nrows, kb, w + k0, n, ldw, acc};
-#if PROJ_HAVE_X86
+#if KERN_HAVE_X86
         if (!portable)
             proj_block_avx512bf16(&b);
         else
