@@ -8,7 +8,9 @@
  *      shapes with 16 rows, its output columns split over two threads (as
  *      the scene's column-tile tasks split it over cores): weight bytes read
  *      per second, on the dispatched path and on the portable one;
- *   3. qwen3_decode preset=real itself for a few rounds: per round wall,
+ *   3. the attention kernels (QK, softmax, PV) over one real layer's KV
+ *      cache, the sequences split over two threads: K and V bytes per second;
+ *   4. qwen3_decode preset=real itself for a few rounds: per round wall,
  *      execute, staging (bind + copy back) and the bytes the execute phase
  *      reads (weights and the attention's cache rows) per second of it.
  *
@@ -190,6 +192,121 @@ static double proj_once(const proj_case *pc, helper *h)
     return (double)(pc->n * k * 2) / (double)(clock_now_ns() - start);
 }
 
+/* -------------------------------------------------------------- attention */
+
+/* The attention of one qwen3_decode preset=real layer: 16 sequences of
+ * 3500 tokens, 40 heads over 8 kv heads of 128, blocks of 128 tokens, chunks
+ * of 4 blocks (QK, softmax and PV per chunk, as the scene's tasks; the merge
+ * reads a few KiB and is left out).  A sequence's blocks are spread through
+ * the cache as a block table spreads them. */
+#define ATTN_SEQS       16
+#define ATTN_TOKENS     3500
+#define ATTN_KVH        8
+#define ATTN_GROUP      5
+#define ATTN_D          128
+#define ATTN_BLOCK      128
+#define ATTN_CHUNK      4
+#define ATTN_SEQ_BLOCKS ((ATTN_TOKENS + ATTN_BLOCK - 1) / ATTN_BLOCK)
+
+typedef struct attn_case {
+    uint16_t *k, *v; /* [blocks][ATTN_BLOCK][ATTN_KVH][ATTN_D] */
+    size_t table[ATTN_SEQS][ATTN_SEQ_BLOCKS];
+    float q[ATTN_KVH * ATTN_GROUP * ATTN_D];
+} attn_case;
+
+#define ATTN_BLOCK_ELEMS ((size_t)ATTN_BLOCK * ATTN_KVH * ATTN_D)
+
+static bool attn_case_init(attn_case *ac)
+{
+    size_t blocks = ATTN_SEQS * ATTN_SEQ_BLOCKS, bytes = blocks * ATTN_BLOCK_ELEMS * 2;
+    ac->k = aligned_alloc(HUGE_PAGE, (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE);
+    ac->v = aligned_alloc(HUGE_PAGE, (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE);
+    if (ac->k == NULL || ac->v == NULL)
+        return false;
+    (void)madvise(ac->k, bytes, MADV_HUGEPAGE);
+    (void)madvise(ac->v, bytes, MADV_HUGEPAGE);
+    for (size_t i = 0; i < blocks * ATTN_BLOCK_ELEMS; i++) {
+        ac->k[i] = kern_f32_to_bf16((float)((i * 2654435761u) % 2001) * 1e-3f - 1.0f);
+        ac->v[i] = kern_f32_to_bf16((float)((i * 40503u) % 1999) * 1e-3f - 1.0f);
+    }
+    for (size_t b = 0; b < blocks; b++) /* block b of sequence s: a stride through the cache */
+        ac->table[b % ATTN_SEQS][b / ATTN_SEQS] = (b * 37) % blocks;
+    for (size_t i = 0; i < ATTN_KVH * ATTN_GROUP * ATTN_D; i++)
+        ac->q[i] = (float)(i % 23) * 0.05f - 0.5f;
+    return true;
+}
+
+typedef struct attn_job {
+    const attn_case *ac;
+    size_t s0, s1; /* sequences */
+    float *scores, *stats, *part;
+    int rc;
+} attn_job;
+
+static hg_kview attn_view(void *data, hg_dtype dt, uint32_t ndims, const size_t *shape)
+{
+    hg_kview v = {data, dt, ndims, {0}, {0}};
+    size_t stride = 1;
+    for (uint32_t i = ndims; i-- > 0;) {
+        v.shape[i] = shape[i];
+        v.strides[i] = stride;
+        stride *= shape[i];
+    }
+    return v;
+}
+
+static int attn_call(const hg_kernel *k, const hg_kview *args, uint32_t n, const uint64_t *sc,
+                     uint32_t ns)
+{
+    hg_kernel_ctx ctx = {args, n, sc, ns, 0, k->core};
+    return k->fn(&ctx);
+}
+
+static void *attn_run(void *arg)
+{
+    attn_job *j = arg;
+    size_t heads = ATTN_KVH * ATTN_GROUP, ctok = ATTN_CHUNK * ATTN_BLOCK;
+    size_t qs[2] = {1, heads * ATTN_D}, ss[2] = {heads, ctok}, sts[2] = {heads, 2};
+    size_t ps[2] = {heads, ATTN_D}, bs[3] = {ATTN_BLOCK, ATTN_KVH, ATTN_D};
+    j->rc = 0;
+    for (size_t s = j->s0; s < j->s1; s++) {
+        for (size_t c = 0; c < ATTN_SEQ_BLOCKS; c += ATTN_CHUNK) {
+            size_t nb = ATTN_SEQ_BLOCKS - c < ATTN_CHUNK ? ATTN_SEQ_BLOCKS - c : ATTN_CHUNK;
+            size_t first = c * ATTN_BLOCK, tokens = ATTN_TOKENS - first < nb * ATTN_BLOCK
+                                                        ? ATTN_TOKENS - first
+                                                        : nb * ATTN_BLOCK;
+            uint64_t sc[2] = {tokens, hg_scalar_f64(0.08838834764831845)};
+            hg_kview a[ATTN_CHUNK + 2];
+            a[0] = attn_view((void *)j->ac->q, HG_F32, 2, qs);
+            for (size_t b = 0; b < nb; b++)
+                a[1 + b] =
+                    attn_view(j->ac->k + j->ac->table[s][c + b] * ATTN_BLOCK_ELEMS, HG_BF16, 3, bs);
+            a[1 + nb] = attn_view(j->scores, HG_F32, 2, ss);
+            j->rc |= attn_call(&kern_attn_qk, a, (uint32_t)nb + 2, sc, 2);
+            hg_kview sm[2] = {attn_view(j->scores, HG_F32, 2, ss),
+                              attn_view(j->stats, HG_F32, 2, sts)};
+            j->rc |= attn_call(&kern_attn_softmax, sm, 2, sc, 1);
+            a[0] = sm[0];
+            for (size_t b = 0; b < nb; b++)
+                a[1 + b].data = j->ac->v + j->ac->table[s][c + b] * ATTN_BLOCK_ELEMS;
+            a[1 + nb] = attn_view(j->part, HG_F32, 2, ps);
+            j->rc |= attn_call(&kern_attn_pv, a, (uint32_t)nb + 2, sc, 1);
+        }
+    }
+    return NULL;
+}
+
+/* GB/s of K and V read by the layer's attention, its sequences split over
+ * two threads; 0 if a kernel failed. */
+static double attn_once(const attn_case *ac, helper *h, attn_job *jobs)
+{
+    uint64_t start = clock_now_ns();
+    run_pair(h, attn_run, &jobs[0], &jobs[1]);
+    double bytes = 2.0 * ATTN_SEQS * ATTN_TOKENS * ATTN_KVH * ATTN_D * 2;
+    (void)ac;
+    return jobs[0].rc || jobs[1].rc ? 0.0 : bytes / (double)(clock_now_ns() - start);
+}
+
 /* ------------------------------------------------------------- the scene */
 
 typedef struct scene_log {
@@ -309,7 +426,23 @@ static int measure(int reps, double *stream2_best)
         if (!proj_case_init(&pc[i]))
             return 3;
     }
-    double s1[64], s2[64], fast[NSHAPES][64], portable[NSHAPES][3];
+    double s1[64], s2[64], fast[NSHAPES][64], portable[NSHAPES][3], attn[64], attn_portable[3];
+    attn_case *ac = malloc(sizeof *ac);
+    attn_job jobs[2];
+    size_t heads = ATTN_KVH * ATTN_GROUP, ctok = ATTN_CHUNK * ATTN_BLOCK;
+    for (int i = 0; i < 2; i++) {
+        jobs[i] = (attn_job){ac,
+                             i * ATTN_SEQS / 2,
+                             (i + 1) * ATTN_SEQS / 2,
+                             malloc(heads * ctok * 4),
+                             malloc(heads * 2 * 4),
+                             malloc(heads * ATTN_D * 4),
+                             0};
+        if (jobs[i].scores == NULL || jobs[i].stats == NULL || jobs[i].part == NULL)
+            return 3;
+    }
+    if (ac == NULL || !attn_case_init(ac))
+        return 3;
     helper h;
     if (!helper_start(&h))
         return 3;
@@ -320,11 +453,13 @@ static int measure(int reps, double *stream2_best)
         s2[r] = stream_once(buf, &h);
         for (int i = 0; i < NSHAPES; i++)
             fast[i][r] = proj_once(&pc[i], &h);
+        attn[r] = attn_once(ac, &h, jobs);
     }
     kern_force_portable(true);
     for (int r = 0; r < 3; r++) {
         for (int i = 0; i < NSHAPES; i++)
             portable[i][r] = proj_once(&pc[i], &h);
+        attn_portable[r] = attn_once(ac, &h, jobs);
     }
     kern_force_portable(false);
     helper_stop(&h);
@@ -345,6 +480,20 @@ static int measure(int reps, double *stream2_best)
         free(pc[i].x);
         free(pc[i].y);
     }
+    double attn_med = median(attn, reps), attn_best = attn[reps - 1];
+    printf("attention of one layer (QK, softmax, PV; 16 x 3500 tokens, 40 heads over 8 kv heads "
+           "of 128), 2 threads, GB/s of K and V:\n  %-24s %s %6.2f / %6.2f (%.2f / %.2f)   "
+           "portable %5.2f\n",
+           "16 x 3500 x 8 x 128", path, attn_best, attn_med, attn_best / s2_best, attn_med / s2_med,
+           median(attn_portable, 3));
+    for (int i = 0; i < 2; i++) {
+        free(jobs[i].scores);
+        free(jobs[i].stats);
+        free(jobs[i].part);
+    }
+    free(ac->k);
+    free(ac->v);
+    free(ac);
     *stream2_best = s2_best;
     return 0;
 }

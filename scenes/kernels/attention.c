@@ -211,16 +211,21 @@ static void softmax_portable(float *row, size_t n, float *m, float *l)
  * a constant in each instance (the switches below), so that the compiler
  * keeps the accumulators in registers.  While the passes walk one block of
  * tokens, the next block's rows are prefetched into L2, a few lines per
- * token step, in address order: the passes alone read each row in pieces
- * kv_heads * D * 2 bytes apart, a stride the hardware prefetcher follows
- * late (a third of the time went waiting for memory).
+ * token step, in address order (without it the passes wait for memory: a
+ * pass reads each row in pieces kv_heads * D * 2 bytes apart, a stride the
+ * hardware prefetcher follows late); and each pass prefetches the piece it
+ * reads ATTN_AHEAD tokens on into L1.
  */
-#define ATTN_MAXH 8
-#define ATTN_TB   32
+#define ATTN_MAXH  8
+#define ATTN_TB    32
+#define ATTN_AHEAD 2
 
-/* The next block's rows, prefetched `per_step` lines at a time. */
+/* The next block's rows (row[0..n), kv head 0), prefetched into L2
+ * `per_step` lines at a time.  No array inside: the compiler keeps the
+ * cursor (t, off) in registers (with the row array in it, every step went
+ * through the stack, and the QK loop waited on it). */
 typedef struct row_prefetch {
-    const char *row[ATTN_TB];
+    const uint16_t *const *row;
     size_t n, row_bytes, t, off, per_step;
 } row_prefetch;
 
@@ -234,29 +239,38 @@ ATTN_INLINE void rows_at(const chunk_blocks *cb, size_t t0, size_t n, const uint
     }
 }
 
-/* Aims pf at tokens [t0, t0 + n) of the chunk, to be fetched over `steps`
- * calls of prefetch_step. */
-ATTN_INLINE void prefetch_rows(row_prefetch *pf, const chunk_blocks *cb, size_t t0, size_t n,
-                               size_t steps)
+/* Aims pf at tokens [t0, t0 + n) of the chunk (their row pointers go to
+ * rows), to be fetched over `steps` calls of prefetch_step. */
+ATTN_INLINE void prefetch_rows(row_prefetch *pf, const uint16_t **rows, const chunk_blocks *cb,
+                               size_t t0, size_t n, size_t steps)
 {
-    rows_at(cb, t0, n, (const uint16_t **)pf->row);
-    pf->n = n;
-    pf->row_bytes = cb->kv_heads * cb->d * 2;
-    pf->t = pf->off = 0;
-    size_t lines = n * ((pf->row_bytes + 63) / 64);
-    pf->per_step = steps == 0 ? 0 : (lines + steps - 1) / steps;
+    rows_at(cb, t0, n, rows);
+    size_t row_bytes = cb->kv_heads * cb->d * 2, lines = n * ((row_bytes + 63) / 64);
+    *pf = (row_prefetch){rows, n, row_bytes, 0, 0, steps == 0 ? 0 : (lines + steps - 1) / steps};
 }
 
 ATTN_AVX512 ATTN_INLINE void prefetch_step(row_prefetch *pf)
 {
     for (size_t i = 0; i < pf->per_step && pf->t < pf->n; i++) {
-        _mm_prefetch(pf->row[pf->t] + pf->off, _MM_HINT_T1);
+        _mm_prefetch((const char *)pf->row[pf->t] + pf->off, _MM_HINT_T1);
         pf->off += 64;
         if (pf->off >= pf->row_bytes) {
             pf->off = 0;
             pf->t++;
         }
     }
+}
+
+/* Prefetches row i + ATTN_AHEAD of the block (kv head g, from dim c0,
+ * `bytes` of it) into L1, if the block has it. */
+ATTN_AVX512 ATTN_INLINE void prefetch_ahead(const uint16_t *const *rows, size_t i, size_t nt,
+                                            size_t g, size_t d, size_t c0, size_t bytes)
+{
+    if (i + ATTN_AHEAD >= nt)
+        return;
+    const char *row = (const char *)(rows[i + ATTN_AHEAD] + g * d + c0);
+    for (size_t c = 0; c < bytes; c += 64)
+        _mm_prefetch(row + c, _MM_HINT_T0);
 }
 
 /* Passes per kv head: head groups of up to ATTN_MAXH. */
@@ -284,6 +298,7 @@ ATTN_AVX512 ATTN_INLINE void qk_heads(const chunk_job *j, const uint16_t *const 
             if (i < ns) {
                 const uint16_t *k = rows[s0 + i] + g * d;
                 prefetch_step(pf);
+                prefetch_ahead(rows, s0 + i, nt, g, d, 0, 2 * d);
                 for (size_t c = 0; c < d; c += 16) {
                     __m512 kv = kern_widen16(k + c);
 #pragma GCC unroll 8
@@ -315,13 +330,13 @@ ATTN_AVX512 static void qk_avx512(const chunk_job *j)
         return;
     }
     __m512 buf[ATTN_MAXH * 16];
-    const uint16_t *rows[ATTN_TB];
+    const uint16_t *rows[ATTN_TB], *next_rows[ATTN_TB];
     row_prefetch pf;
     for (size_t t0 = 0; t0 < j->tokens; t0 += ATTN_TB) {
         size_t nt = j->tokens - t0 < ATTN_TB ? j->tokens - t0 : ATTN_TB;
         size_t t1 = t0 + nt, next = j->tokens - t1 < ATTN_TB ? j->tokens - t1 : ATTN_TB;
         rows_at(j->cb, t0, nt, rows);
-        prefetch_rows(&pf, j->cb, t1, next, passes * nt);
+        prefetch_rows(&pf, next_rows, j->cb, t1, next, passes * nt);
         for (size_t g = 0; g < j->cb->kv_heads; g++) {
             for (size_t h0 = g * j->group; h0 < (g + 1) * j->group; h0 += ATTN_MAXH) {
                 size_t left = (g + 1) * j->group - h0;
@@ -375,6 +390,7 @@ ATTN_AVX512 ATTN_INLINE void pv_slab(const chunk_job *j, const uint16_t *const *
     for (size_t i = 0; i < nt; i++) {
         const uint16_t *v = rows[i] + g * d + c0;
         prefetch_step(pf);
+        prefetch_ahead(rows, i, nt, g, d, c0, 32 * (size_t)ns);
         __m512 vv[2];
 #pragma GCC unroll 2
         for (int s = 0; s < ns; s++)
@@ -415,13 +431,13 @@ ATTN_AVX512 static void pv_avx512(const chunk_job *j)
         return;
     }
     size_t passes = j->cb->kv_heads * head_passes(j->group) * ((d + 31) / 32);
-    const uint16_t *rows[ATTN_TB];
+    const uint16_t *rows[ATTN_TB], *next_rows[ATTN_TB];
     row_prefetch pf;
     for (size_t t0 = 0; t0 < j->tokens; t0 += ATTN_TB) {
         size_t nt = j->tokens - t0 < ATTN_TB ? j->tokens - t0 : ATTN_TB;
         size_t t1 = t0 + nt, next = j->tokens - t1 < ATTN_TB ? j->tokens - t1 : ATTN_TB;
         rows_at(j->cb, t0, nt, rows);
-        prefetch_rows(&pf, j->cb, t1, next, passes * nt);
+        prefetch_rows(&pf, next_rows, j->cb, t1, next, passes * nt);
         for (size_t g = 0; g < j->cb->kv_heads; g++) {
             for (size_t h0 = g * j->group; h0 < (g + 1) * j->group; h0 += ATTN_MAXH) {
                 size_t left = (g + 1) * j->group - h0;
