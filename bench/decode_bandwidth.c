@@ -2,6 +2,8 @@
  * decode_bandwidth.c: is the decode step's projection kernel memory-bound?
  *
  * Measures, in one run, side by side:
+ *   0. the vdpbf16ps ceiling on one and two threads, which says whether
+ *      both cores were ours (a shared machine's other tenants take cycles);
  *   1. a simple streaming read (sum of 64-bit words) over 1 GiB, on one and
  *      on two threads: the machine's read bandwidth;
  *   2. the projection kernel (kern_proj) at qwen3_decode preset=real's
@@ -129,6 +131,57 @@ static double stream_once(const uint64_t *buf, helper *h)
     if (jobs[0].sum + jobs[1].sum == 42)
         printf(" "); /* keep the sums live */
     return gbps;
+}
+
+/* ------------------------------------------------------ compute ceiling */
+
+/* vdpbf16ps per second on this thread: 12 independent chains in registers,
+ * the projection's instruction at its ceiling.  On 2 threads it is twice
+ * the 1-thread rate when both cores are ours; less means another tenant
+ * has a core (these machines are shared), and a compute-heavy kernel then
+ * loses more than the stream does.  0 where the CPU has no AVX-512 BF16. */
+typedef struct peak_job {
+    double per_s;
+} peak_job;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define DP(i) "vdpbf16ps %%zmm30, %%zmm31, %%zmm" #i "\n\t"
+__attribute__((target("avx512f,avx512bf16"))) static void *peak_run(void *arg)
+{
+    peak_job *j = arg;
+    const long iters = 4000000; /* x 12 instructions: ~10 ms */
+    __asm__ volatile("vpxord %%zmm30, %%zmm30, %%zmm30\n\tvpxord %%zmm31, %%zmm31, %%zmm31" ::
+                         : "xmm30", "xmm31");
+    uint64_t start = clock_now_ns();
+    for (long i = 0; i < iters; i++)
+        __asm__ volatile(DP(0) DP(1) DP(2) DP(3) DP(4) DP(5) DP(6) DP(7) DP(8) DP(9) DP(10) DP(11)::
+                             : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
+                               "xmm8", "xmm9", "xmm10", "xmm11");
+    j->per_s = kern_use_avx512bf16()
+                   ? 12.0 * (double)iters / ((double)(clock_now_ns() - start) / 1e9)
+                   : 0.0;
+    return NULL;
+}
+#else
+static void *peak_run(void *arg)
+{
+    ((peak_job *)arg)->per_s = 0.0;
+    return NULL;
+}
+#endif
+
+/* G vdpbf16ps/s on this thread alone (*one) and on both together (*two). */
+static void peak_once(helper *h, double *one, double *two)
+{
+    peak_job jobs[2] = {{0}, {0}};
+    if (!kern_use_avx512bf16()) {
+        *one = *two = 0.0;
+        return;
+    }
+    run_pair(NULL, peak_run, &jobs[0], NULL);
+    *one = jobs[0].per_s / 1e9;
+    run_pair(h, peak_run, &jobs[0], &jobs[1]);
+    *two = (jobs[0].per_s + jobs[1].per_s) / 1e9;
 }
 
 /* -------------------------------------------------------------- projection */
@@ -426,7 +479,8 @@ static int measure(int reps, double *stream2_best)
         if (!proj_case_init(&pc[i]))
             return 3;
     }
-    double s1[64], s2[64], fast[NSHAPES][64], portable[NSHAPES][3], attn[64], attn_portable[3];
+    double p1[64], p2[64], s1[64], s2[64], fast[NSHAPES][64], portable[NSHAPES][3], attn[64],
+        attn_portable[3];
     attn_case *ac = malloc(sizeof *ac);
     attn_job jobs[2];
     size_t heads = ATTN_KVH * ATTN_GROUP, ctok = ATTN_CHUNK * ATTN_BLOCK;
@@ -449,6 +503,7 @@ static int measure(int reps, double *stream2_best)
     kern_force_portable(false);
     const char *path = kern_path();
     for (int r = 0; r < reps; r++) {
+        peak_once(&h, &p1[r], &p2[r]);
         s1[r] = stream_once(buf, NULL);
         s2[r] = stream_once(buf, &h);
         for (int i = 0; i < NSHAPES; i++)
@@ -467,6 +522,10 @@ static int measure(int reps, double *stream2_best)
     /* median() sorts, so the best is then the last */
     double s1_med = median(s1, reps), s1_best = s1[reps - 1];
     double s2_med = median(s2, reps), s2_best = s2[reps - 1];
+    double p1_med = median(p1, reps), p2_med = median(p2, reps);
+    printf("vdpbf16ps ceiling, G/s median: 1 thread %.2f, 2 threads %.2f (%.2fx: 2.00 when both "
+           "cores are free)\n",
+           p1_med, p2_med, p1_med > 0 ? p2_med / p1_med : 0.0);
     printf("stream read of 1 GiB, %d reps, best / median GB/s: 1 thread %.2f / %.2f, "
            "2 threads %.2f / %.2f\n",
            reps, s1_best, s1_med, s2_best, s2_med);
