@@ -296,25 +296,6 @@ typedef struct attn_job {
     int rc;
 } attn_job;
 
-static hg_kview attn_view(void *data, hg_dtype dt, uint32_t ndims, const size_t *shape)
-{
-    hg_kview v = {data, dt, ndims, {0}, {0}};
-    size_t stride = 1;
-    for (uint32_t i = ndims; i-- > 0;) {
-        v.shape[i] = shape[i];
-        v.strides[i] = stride;
-        stride *= shape[i];
-    }
-    return v;
-}
-
-static int attn_call(const hg_kernel *k, const hg_kview *args, uint32_t n, const uint64_t *sc,
-                     uint32_t ns)
-{
-    hg_kernel_ctx ctx = {args, n, sc, ns, 0, k->core};
-    return k->fn(&ctx);
-}
-
 static void *attn_run(void *arg)
 {
     attn_job *j = arg;
@@ -330,20 +311,20 @@ static void *attn_run(void *arg)
                                                         : nb * ATTN_BLOCK;
             uint64_t sc[2] = {tokens, hg_scalar_f64(0.08838834764831845)};
             hg_kview a[ATTN_CHUNK + 2];
-            a[0] = attn_view((void *)j->ac->q, HG_F32, 2, qs);
+            a[0] = kern_dense_view((void *)j->ac->q, HG_F32, 2, qs);
             for (size_t b = 0; b < nb; b++)
-                a[1 + b] =
-                    attn_view(j->ac->k + j->ac->table[s][c + b] * ATTN_BLOCK_ELEMS, HG_BF16, 3, bs);
-            a[1 + nb] = attn_view(j->scores, HG_F32, 2, ss);
-            j->rc |= attn_call(&kern_attn_qk, a, (uint32_t)nb + 2, sc, 2);
-            hg_kview sm[2] = {attn_view(j->scores, HG_F32, 2, ss),
-                              attn_view(j->stats, HG_F32, 2, sts)};
-            j->rc |= attn_call(&kern_attn_softmax, sm, 2, sc, 1);
+                a[1 + b] = kern_dense_view(j->ac->k + j->ac->table[s][c + b] * ATTN_BLOCK_ELEMS,
+                                           HG_BF16, 3, bs);
+            a[1 + nb] = kern_dense_view(j->scores, HG_F32, 2, ss);
+            j->rc |= kern_call(&kern_attn_qk, a, (uint32_t)nb + 2, sc, 2);
+            hg_kview sm[2] = {kern_dense_view(j->scores, HG_F32, 2, ss),
+                              kern_dense_view(j->stats, HG_F32, 2, sts)};
+            j->rc |= kern_call(&kern_attn_softmax, sm, 2, sc, 1);
             a[0] = sm[0];
             for (size_t b = 0; b < nb; b++)
                 a[1 + b].data = j->ac->v + j->ac->table[s][c + b] * ATTN_BLOCK_ELEMS;
-            a[1 + nb] = attn_view(j->part, HG_F32, 2, ps);
-            j->rc |= attn_call(&kern_attn_pv, a, (uint32_t)nb + 2, sc, 1);
+            a[1 + nb] = kern_dense_view(j->part, HG_F32, 2, ps);
+            j->rc |= kern_call(&kern_attn_pv, a, (uint32_t)nb + 2, sc, 1);
         }
     }
     return NULL;

@@ -273,19 +273,23 @@ ATTN_AVX512 ATTN_INLINE void prefetch_ahead(const uint16_t *const *rows, size_t 
         _mm_prefetch(row + c, _MM_HINT_T0);
 }
 
-/* Passes per kv head: head groups of up to ATTN_MAXH. */
-ATTN_INLINE size_t head_passes(size_t group)
-{
-    return (group + ATTN_MAXH - 1) / ATTN_MAXH;
-}
+/* A block of the chunk's tokens: their rows (kv head 0), and QK's
+ * scratch for partial sums ([ATTN_MAXH][16] vectors). */
+typedef struct token_block {
+    const uint16_t *const *rows;
+    size_t t0, nt;
+    __m512 *buf;
+} token_block;
 
 /* scores[h][t0 + i] for the nh heads from h0 and the block's nt tokens
  * (rows), kv head g: 16 tokens at a time, their dot products' partial sums
  * in buf ([nh][16] vectors). */
-ATTN_AVX512 ATTN_INLINE void qk_heads(const chunk_job *j, const uint16_t *const *rows, size_t t0,
-                                      size_t nt, size_t g, size_t h0, int nh, __m512 *buf,
-                                      row_prefetch *pf)
+ATTN_AVX512 ATTN_INLINE void qk_heads(const chunk_job *j, const token_block *tb, size_t g,
+                                      size_t h0, int nh, row_prefetch *pf)
 {
+    const uint16_t *const *rows = tb->rows;
+    size_t t0 = tb->t0, nt = tb->nt;
+    __m512 *buf = tb->buf;
     size_t d = j->cb->d;
     const float *q = j->q + h0 * d;
     for (size_t s0 = 0; s0 < nt; s0 += 16) {
@@ -320,63 +324,13 @@ ATTN_AVX512 ATTN_INLINE void qk_heads(const chunk_job *j, const uint16_t *const 
     }
 }
 
-/* The dot products in fp32 FMAs (q stays f32); D not a multiple of 16 takes
- * the portable loop. */
-ATTN_AVX512 static void qk_avx512(const chunk_job *j)
-{
-    size_t d = j->cb->d, passes = j->cb->kv_heads * head_passes(j->group);
-    if (d % 16 != 0) {
-        qk_tokens(j);
-        return;
-    }
-    __m512 buf[ATTN_MAXH * 16];
-    const uint16_t *rows[ATTN_TB], *next_rows[ATTN_TB];
-    row_prefetch pf;
-    for (size_t t0 = 0; t0 < j->tokens; t0 += ATTN_TB) {
-        size_t nt = j->tokens - t0 < ATTN_TB ? j->tokens - t0 : ATTN_TB;
-        size_t t1 = t0 + nt, next = j->tokens - t1 < ATTN_TB ? j->tokens - t1 : ATTN_TB;
-        rows_at(j->cb, t0, nt, rows);
-        prefetch_rows(&pf, next_rows, j->cb, t1, next, passes * nt);
-        for (size_t g = 0; g < j->cb->kv_heads; g++) {
-            for (size_t h0 = g * j->group; h0 < (g + 1) * j->group; h0 += ATTN_MAXH) {
-                size_t left = (g + 1) * j->group - h0;
-                switch (left < ATTN_MAXH ? left : ATTN_MAXH) {
-                case 1:
-                    qk_heads(j, rows, t0, nt, g, h0, 1, buf, &pf);
-                    break;
-                case 2:
-                    qk_heads(j, rows, t0, nt, g, h0, 2, buf, &pf);
-                    break;
-                case 3:
-                    qk_heads(j, rows, t0, nt, g, h0, 3, buf, &pf);
-                    break;
-                case 4:
-                    qk_heads(j, rows, t0, nt, g, h0, 4, buf, &pf);
-                    break;
-                case 5:
-                    qk_heads(j, rows, t0, nt, g, h0, 5, buf, &pf);
-                    break;
-                case 6:
-                    qk_heads(j, rows, t0, nt, g, h0, 6, buf, &pf);
-                    break;
-                case 7:
-                    qk_heads(j, rows, t0, nt, g, h0, 7, buf, &pf);
-                    break;
-                default:
-                    qk_heads(j, rows, t0, nt, g, h0, 8, buf, &pf);
-                    break;
-                }
-            }
-        }
-    }
-}
-
 /* part[h][c0, c0 + 16 ns) += the block's tokens' p[h][t] V[t] for the nh
  * heads from h0 (kv head g), summed in nh x ns registers. */
-ATTN_AVX512 ATTN_INLINE void pv_slab(const chunk_job *j, const uint16_t *const *rows, size_t t0,
-                                     size_t nt, size_t g, size_t h0, int nh, size_t c0, int ns,
-                                     row_prefetch *pf)
+ATTN_AVX512 ATTN_INLINE void pv_slab(const chunk_job *j, const token_block *tb, size_t g, size_t h0,
+                                     int nh, size_t c0, int ns, row_prefetch *pf)
 {
+    const uint16_t *const *rows = tb->rows;
+    size_t t0 = tb->t0, nt = tb->nt;
     size_t ctok = j->ctok, d = j->cb->d;
     float *part = j->part + h0 * d + c0;
     __m512 acc[ATTN_MAXH][2];
@@ -412,30 +366,51 @@ ATTN_AVX512 ATTN_INLINE void pv_slab(const chunk_job *j, const uint16_t *const *
 }
 
 /* Every slab of the nh heads from h0: 32 dims while they last, then 16. */
-ATTN_AVX512 ATTN_INLINE void pv_heads(const chunk_job *j, const uint16_t *const *rows, size_t t0,
-                                      size_t nt, size_t g, size_t h0, int nh, row_prefetch *pf)
+ATTN_AVX512 ATTN_INLINE void pv_heads(const chunk_job *j, const token_block *tb, size_t g,
+                                      size_t h0, int nh, row_prefetch *pf)
 {
     size_t c0 = 0, d = j->cb->d;
     for (; c0 + 32 <= d; c0 += 32)
-        pv_slab(j, rows, t0, nt, g, h0, nh, c0, 2, pf);
+        pv_slab(j, tb, g, h0, nh, c0, 2, pf);
     if (c0 < d)
-        pv_slab(j, rows, t0, nt, g, h0, nh, c0, 1, pf);
+        pv_slab(j, tb, g, h0, nh, c0, 1, pf);
 }
 
-/* Adds into part, which the task zeroed. */
-ATTN_AVX512 static void pv_avx512(const chunk_job *j)
+typedef enum attn_kernel { ATTN_QK, ATTN_PV } attn_kernel;
+
+/* One pass of kernel k over the block: the nh heads from h0 (a constant
+ * in every call below, so each instance keeps its sums in registers). */
+ATTN_AVX512 ATTN_INLINE void heads_pass(attn_kernel k, const chunk_job *j, const token_block *tb,
+                                        size_t g, size_t h0, int nh, row_prefetch *pf)
 {
-    size_t d = j->cb->d;
+    if (k == ATTN_QK)
+        qk_heads(j, tb, g, h0, nh, pf);
+    else
+        pv_heads(j, tb, g, h0, nh, pf);
+}
+
+/* QK (scores, in fp32 FMAs: q stays f32) or PV (part, which the task
+ * zeroed) over the chunk, a block of ATTN_TB tokens at a time, every kv
+ * head's groups of up to ATTN_MAXH heads on each block.  D not a multiple of
+ * 16 takes the portable loops. */
+ATTN_AVX512 static void attn_avx512(attn_kernel k, const chunk_job *j)
+{
+    size_t d = j->cb->d, heads = j->cb->kv_heads * ((j->group + ATTN_MAXH - 1) / ATTN_MAXH);
     if (d % 16 != 0) {
-        pv_tokens(j);
+        if (k == ATTN_QK)
+            qk_tokens(j);
+        else
+            pv_tokens(j);
         return;
     }
-    size_t passes = j->cb->kv_heads * head_passes(j->group) * ((d + 31) / 32);
+    size_t passes = k == ATTN_QK ? heads : heads * ((d + 31) / 32); /* token steps per token */
+    __m512 buf[ATTN_MAXH * 16];
     const uint16_t *rows[ATTN_TB], *next_rows[ATTN_TB];
     row_prefetch pf;
     for (size_t t0 = 0; t0 < j->tokens; t0 += ATTN_TB) {
         size_t nt = j->tokens - t0 < ATTN_TB ? j->tokens - t0 : ATTN_TB;
         size_t t1 = t0 + nt, next = j->tokens - t1 < ATTN_TB ? j->tokens - t1 : ATTN_TB;
+        token_block tb = {rows, t0, nt, buf};
         rows_at(j->cb, t0, nt, rows);
         prefetch_rows(&pf, next_rows, j->cb, t1, next, passes * nt);
         for (size_t g = 0; g < j->cb->kv_heads; g++) {
@@ -443,28 +418,28 @@ ATTN_AVX512 static void pv_avx512(const chunk_job *j)
                 size_t left = (g + 1) * j->group - h0;
                 switch (left < ATTN_MAXH ? left : ATTN_MAXH) {
                 case 1:
-                    pv_heads(j, rows, t0, nt, g, h0, 1, &pf);
+                    heads_pass(k, j, &tb, g, h0, 1, &pf);
                     break;
                 case 2:
-                    pv_heads(j, rows, t0, nt, g, h0, 2, &pf);
+                    heads_pass(k, j, &tb, g, h0, 2, &pf);
                     break;
                 case 3:
-                    pv_heads(j, rows, t0, nt, g, h0, 3, &pf);
+                    heads_pass(k, j, &tb, g, h0, 3, &pf);
                     break;
                 case 4:
-                    pv_heads(j, rows, t0, nt, g, h0, 4, &pf);
+                    heads_pass(k, j, &tb, g, h0, 4, &pf);
                     break;
                 case 5:
-                    pv_heads(j, rows, t0, nt, g, h0, 5, &pf);
+                    heads_pass(k, j, &tb, g, h0, 5, &pf);
                     break;
                 case 6:
-                    pv_heads(j, rows, t0, nt, g, h0, 6, &pf);
+                    heads_pass(k, j, &tb, g, h0, 6, &pf);
                     break;
                 case 7:
-                    pv_heads(j, rows, t0, nt, g, h0, 7, &pf);
+                    heads_pass(k, j, &tb, g, h0, 7, &pf);
                     break;
                 default:
-                    pv_heads(j, rows, t0, nt, g, h0, 8, &pf);
+                    heads_pass(k, j, &tb, g, h0, 8, &pf);
                     break;
                 }
             }
@@ -530,7 +505,7 @@ static void run_qk(const chunk_job *j)
 {
 #if KERN_HAVE_X86
     if (kern_use_avx512bf16()) {
-        qk_avx512(j);
+        attn_avx512(ATTN_QK, j);
         return;
     }
 #endif
@@ -541,7 +516,7 @@ static void run_pv(const chunk_job *j)
 {
 #if KERN_HAVE_X86
     if (kern_use_avx512bf16()) {
-        pv_avx512(j);
+        attn_avx512(ATTN_PV, j);
         return;
     }
 #endif

@@ -68,6 +68,13 @@ void kern_mat_get_row(const kern_mat *m, size_t r, float *dst);
 void kern_mat_get_span(const kern_mat *m, size_t r, size_t c0, size_t n, float *dst);
 void kern_mat_put_row(const kern_mat *m, size_t r, const float *src);
 
+/* A dense row-major view of data (the last dim contiguous), and a direct
+ * call of a kernel on views: how tests and benchmarks run one kernel outside
+ * a graph. */
+hg_kview kern_dense_view(void *data, hg_dtype dtype, uint32_t ndims, const size_t *shape);
+int kern_call(const hg_kernel *k, const hg_kview *args, uint32_t nargs, const uint64_t *scalars,
+              uint32_t nscalars);
+
 /* ----------------------------------------------------------- projection */
 
 /*

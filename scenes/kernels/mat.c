@@ -2,6 +2,7 @@
  * mat.c: tiled matrix views for kernels (kernels.h describes the layout).
  * A kernel copies a row out to a dense float array, computes there, and
  * copies the result back: the copies are small beside the work per row.
+ * Also dense views and direct kernel calls, for tests and benchmarks.
  */
 #include "kernels.h"
 
@@ -77,4 +78,23 @@ void kern_mat_put_row(const kern_mat *m, size_t r, const float *src)
                 dst[c * m->s_col] = kern_f32_to_bf16(in[c]);
         }
     }
+}
+
+hg_kview kern_dense_view(void *data, hg_dtype dtype, uint32_t ndims, const size_t *shape)
+{
+    hg_kview v = {data, dtype, ndims, {0}, {0}};
+    size_t stride = 1;
+    for (uint32_t i = ndims; i-- > 0;) {
+        v.shape[i] = shape[i];
+        v.strides[i] = stride;
+        stride *= shape[i];
+    }
+    return v;
+}
+
+int kern_call(const hg_kernel *k, const hg_kview *args, uint32_t nargs, const uint64_t *scalars,
+              uint32_t nscalars)
+{
+    hg_kernel_ctx ctx = {args, nargs, scalars, nscalars, 0, k->core};
+    return k->fn(&ctx);
 }

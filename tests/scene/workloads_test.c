@@ -434,25 +434,6 @@ typedef struct attn_out {
     float *raw;                   /* scores before softmax */
 } attn_out;
 
-static hg_kview dense_view(void *data, hg_dtype dt, uint32_t ndims, const size_t *shape)
-{
-    hg_kview v = {data, dt, ndims, {0}, {0}};
-    size_t stride = 1;
-    for (uint32_t i = ndims; i-- > 0;) {
-        v.shape[i] = shape[i];
-        v.strides[i] = stride;
-        stride *= shape[i];
-    }
-    return v;
-}
-
-static int call_kernel(const hg_kernel *k, const hg_kview *args, uint32_t nargs,
-                       const uint64_t *scalars, uint32_t nscalars)
-{
-    hg_kernel_ctx ctx = {args, nargs, scalars, nscalars, 0, k->core};
-    return k->fn(&ctx);
-}
-
 /* QK, softmax and PV over one chunk (blocks kb and vb, nb of them). */
 static void attn_run(const attn_shape *sh, const float *q, uint16_t **kb, uint16_t **vb, size_t nb,
                      attn_out *o)
@@ -461,19 +442,20 @@ static void attn_run(const attn_shape *sh, const float *q, uint16_t **kb, uint16
     size_t sts[2] = {h, 2}, ps[2] = {h, sh->d}, bs[3] = {sh->block, sh->kv_heads, sh->d};
     hg_kview args[KERN_ATTN_MAX_BLOCKS + 2];
     uint64_t sc[2] = {sh->tokens, hg_scalar_f64(1.0 / sqrt((double)sh->d))};
-    args[0] = dense_view((void *)q, HG_F32, 2, qs);
+    args[0] = kern_dense_view((void *)q, HG_F32, 2, qs);
     for (size_t i = 0; i < nb; i++)
-        args[1 + i] = dense_view(kb[i], HG_BF16, 3, bs);
-    args[1 + nb] = dense_view(o->scores, HG_F32, 2, ss);
-    ASSERT_EQ(call_kernel(&kern_attn_qk, args, (uint32_t)nb + 2, sc, 2), 0);
+        args[1 + i] = kern_dense_view(kb[i], HG_BF16, 3, bs);
+    args[1 + nb] = kern_dense_view(o->scores, HG_F32, 2, ss);
+    ASSERT_EQ(kern_call(&kern_attn_qk, args, (uint32_t)nb + 2, sc, 2), 0);
     memcpy(o->raw, o->scores, h * sh->ctok * sizeof(float));
-    hg_kview sm[2] = {dense_view(o->scores, HG_F32, 2, ss), dense_view(o->stats, HG_F32, 2, sts)};
-    ASSERT_EQ(call_kernel(&kern_attn_softmax, sm, 2, sc, 1), 0);
+    hg_kview sm[2] = {kern_dense_view(o->scores, HG_F32, 2, ss),
+                      kern_dense_view(o->stats, HG_F32, 2, sts)};
+    ASSERT_EQ(kern_call(&kern_attn_softmax, sm, 2, sc, 1), 0);
     for (size_t i = 0; i < nb; i++)
-        args[1 + i] = dense_view(vb[i], HG_BF16, 3, bs);
-    args[0] = dense_view(o->scores, HG_F32, 2, ss);
-    args[1 + nb] = dense_view(o->part, HG_F32, 2, ps);
-    ASSERT_EQ(call_kernel(&kern_attn_pv, args, (uint32_t)nb + 2, sc, 1), 0);
+        args[1 + i] = kern_dense_view(vb[i], HG_BF16, 3, bs);
+    args[0] = kern_dense_view(o->scores, HG_F32, 2, ss);
+    args[1 + nb] = kern_dense_view(o->part, HG_F32, 2, ps);
+    ASSERT_EQ(kern_call(&kern_attn_pv, args, (uint32_t)nb + 2, sc, 1), 0);
 }
 
 /* Worst errors of one path as fractions of f32 summation's bound, n 2^-24
@@ -584,9 +566,9 @@ TEST(attention_paths_agree_with_a_double_reference)
         memcpy(out[1].scores, out[0].raw, hc * sh->ctok * sizeof(float));
         size_t ss[2] = {hc, sh->ctok}, sts[2] = {hc, 2};
         uint64_t tok = sh->tokens;
-        hg_kview sm[2] = {dense_view(out[1].scores, HG_F32, 2, ss),
-                          dense_view(out[1].stats, HG_F32, 2, sts)};
-        ASSERT_EQ(call_kernel(&kern_attn_softmax, sm, 2, &tok, 1), 0);
+        hg_kview sm[2] = {kern_dense_view(out[1].scores, HG_F32, 2, ss),
+                          kern_dense_view(out[1].stats, HG_F32, 2, sts)};
+        ASSERT_EQ(kern_call(&kern_attn_softmax, sm, 2, &tok, 1), 0);
         ASSERT(memcmp(out[1].scores, out[0].scores, hc * sh->ctok * sizeof(float)) == 0);
         ASSERT(memcmp(out[1].stats, out[0].stats, hc * 2 * sizeof(float)) == 0);
         for (int path = 0; path < 2; path++) {
