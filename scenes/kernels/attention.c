@@ -210,55 +210,36 @@ static void softmax_portable(float *row, size_t n, float *m, float *l)
  * A pass takes up to ATTN_MAXH heads of a group; the head count of a pass is
  * a constant in each instance (the switches below), so that the compiler
  * keeps the accumulators in registers.  While the passes walk one block of
- * tokens, the next block's rows are prefetched into L2, a few lines per
- * token step, in address order (without it the passes wait for memory: a
- * pass reads each row in pieces kv_heads * D * 2 bytes apart, a stride the
- * hardware prefetcher follows late); and each pass prefetches the piece it
- * reads ATTN_AHEAD tokens on into L1.
+ * tokens they prefetch the next block into L2, each pass the pieces of the
+ * next block's rows it reads in this one (without it the passes wait for
+ * memory: a pass reads each row in pieces kv_heads * D * 2 bytes apart, a
+ * stride the hardware prefetcher follows late); and each pass prefetches
+ * the piece it reads ATTN_AHEAD tokens on into L1.
  */
 #define ATTN_MAXH  8
 #define ATTN_TB    32
 #define ATTN_AHEAD 2
 
-/* The next block's rows (row[0..n), kv head 0), prefetched into L2
- * `per_step` lines at a time.  No array inside: the compiler keeps the
- * cursor (t, off) in registers (with the row array in it, every step went
- * through the stack, and the QK loop waited on it). */
-typedef struct row_prefetch {
-    const uint16_t *const *row;
-    size_t n, row_bytes, t, off, per_step;
-} row_prefetch;
-
 /* Row pointers (kv head 0) of tokens [t0, t0 + n) into rows. */
 ATTN_INLINE void rows_at(const chunk_blocks *cb, size_t t0, size_t n, const uint16_t **rows)
 {
+    size_t b = t0 / cb->block_size, in = t0 % cb->block_size;
     for (size_t i = 0; i < n; i++) {
-        size_t t = t0 + i;
-        const hg_kview *b = &cb->blocks[t / cb->block_size];
-        rows[i] = (const uint16_t *)b->data + (t % cb->block_size) * b->strides[0];
-    }
-}
-
-/* Aims pf at tokens [t0, t0 + n) of the chunk (their row pointers go to
- * rows), to be fetched over `steps` calls of prefetch_step. */
-ATTN_INLINE void prefetch_rows(row_prefetch *pf, const uint16_t **rows, const chunk_blocks *cb,
-                               size_t t0, size_t n, size_t steps)
-{
-    rows_at(cb, t0, n, rows);
-    size_t row_bytes = cb->kv_heads * cb->d * 2, lines = n * ((row_bytes + 63) / 64);
-    *pf = (row_prefetch){rows, n, row_bytes, 0, 0, steps == 0 ? 0 : (lines + steps - 1) / steps};
-}
-
-ATTN_AVX512 ATTN_INLINE void prefetch_step(row_prefetch *pf)
-{
-    for (size_t i = 0; i < pf->per_step && pf->t < pf->n; i++) {
-        _mm_prefetch((const char *)pf->row[pf->t] + pf->off, _MM_HINT_T1);
-        pf->off += 64;
-        if (pf->off >= pf->row_bytes) {
-            pf->off = 0;
-            pf->t++;
+        rows[i] = (const uint16_t *)cb->blocks[b].data + in * cb->blocks[b].strides[0];
+        if (++in == cb->block_size) {
+            in = 0;
+            b++;
         }
     }
+}
+
+/* Prefetches `bytes` of a row from `off` into L2 (row NULL: none). */
+ATTN_AVX512 ATTN_INLINE void prefetch_l2(const uint16_t *row, size_t off, size_t bytes)
+{
+    if (row == NULL)
+        return;
+    for (size_t c = 0; c < bytes; c += 64)
+        _mm_prefetch((const char *)(row + off) + c, _MM_HINT_T1);
 }
 
 /* Prefetches row i + ATTN_AHEAD of the block (kv head g, from dim c0,
@@ -273,19 +254,23 @@ ATTN_AVX512 ATTN_INLINE void prefetch_ahead(const uint16_t *const *rows, size_t 
         _mm_prefetch(row + c, _MM_HINT_T0);
 }
 
-/* A block of the chunk's tokens: their rows (kv head 0), and QK's
- * scratch for partial sums ([ATTN_MAXH][16] vectors). */
+/* A block of the chunk's tokens: their rows (kv head 0), QK's scratch for
+ * partial sums ([ATTN_MAXH][16] vectors), and the next block's rows: a pass
+ * that reads a piece of row i prefetches the same piece of the next
+ * block's row i into L2, so the passes over one block fetch all of the
+ * next (ATTN_TB entries; NULL past the chunk's tokens). */
 typedef struct token_block {
     const uint16_t *const *rows;
     size_t t0, nt;
     __m512 *buf;
+    const uint16_t *const *next; /* the next block's rows, NULL past its end */
 } token_block;
 
 /* scores[h][t0 + i] for the nh heads from h0 and the block's nt tokens
  * (rows), kv head g: 16 tokens at a time, their dot products' partial sums
  * in buf ([nh][16] vectors). */
 ATTN_AVX512 ATTN_INLINE void qk_heads(const chunk_job *j, const token_block *tb, size_t g,
-                                      size_t h0, int nh, row_prefetch *pf)
+                                      size_t h0, int nh)
 {
     const uint16_t *const *rows = tb->rows;
     size_t t0 = tb->t0, nt = tb->nt;
@@ -301,7 +286,7 @@ ATTN_AVX512 ATTN_INLINE void qk_heads(const chunk_job *j, const token_block *tb,
                 acc[h] = _mm512_setzero_ps();
             if (i < ns) {
                 const uint16_t *k = rows[s0 + i] + g * d;
-                prefetch_step(pf);
+                prefetch_l2(tb->next[s0 + i], g * d, 2 * d);
                 prefetch_ahead(rows, s0 + i, nt, g, d, 0, 2 * d);
                 for (size_t c = 0; c < d; c += 16) {
                     __m512 kv = kern_widen16(k + c);
@@ -327,7 +312,7 @@ ATTN_AVX512 ATTN_INLINE void qk_heads(const chunk_job *j, const token_block *tb,
 /* part[h][c0, c0 + 16 ns) += the block's tokens' p[h][t] V[t] for the nh
  * heads from h0 (kv head g), summed in nh x ns registers. */
 ATTN_AVX512 ATTN_INLINE void pv_slab(const chunk_job *j, const token_block *tb, size_t g, size_t h0,
-                                     int nh, size_t c0, int ns, row_prefetch *pf)
+                                     int nh, size_t c0, int ns)
 {
     const uint16_t *const *rows = tb->rows;
     size_t t0 = tb->t0, nt = tb->nt;
@@ -343,7 +328,7 @@ ATTN_AVX512 ATTN_INLINE void pv_slab(const chunk_job *j, const token_block *tb, 
     const float *p = j->scores + h0 * ctok + t0;
     for (size_t i = 0; i < nt; i++) {
         const uint16_t *v = rows[i] + g * d + c0;
-        prefetch_step(pf);
+        prefetch_l2(tb->next[i], g * d + c0, 32 * (size_t)ns);
         prefetch_ahead(rows, i, nt, g, d, c0, 32 * (size_t)ns);
         __m512 vv[2];
 #pragma GCC unroll 2
@@ -367,13 +352,13 @@ ATTN_AVX512 ATTN_INLINE void pv_slab(const chunk_job *j, const token_block *tb, 
 
 /* Every slab of the nh heads from h0: 32 dims while they last, then 16. */
 ATTN_AVX512 ATTN_INLINE void pv_heads(const chunk_job *j, const token_block *tb, size_t g,
-                                      size_t h0, int nh, row_prefetch *pf)
+                                      size_t h0, int nh)
 {
     size_t c0 = 0, d = j->cb->d;
     for (; c0 + 32 <= d; c0 += 32)
-        pv_slab(j, tb, g, h0, nh, c0, 2, pf);
+        pv_slab(j, tb, g, h0, nh, c0, 2);
     if (c0 < d)
-        pv_slab(j, tb, g, h0, nh, c0, 1, pf);
+        pv_slab(j, tb, g, h0, nh, c0, 1);
 }
 
 typedef enum attn_kernel { ATTN_QK, ATTN_PV } attn_kernel;
@@ -381,12 +366,12 @@ typedef enum attn_kernel { ATTN_QK, ATTN_PV } attn_kernel;
 /* One pass of kernel k over the block: the nh heads from h0 (a constant
  * in every call below, so each instance keeps its sums in registers). */
 ATTN_AVX512 ATTN_INLINE void heads_pass(attn_kernel k, const chunk_job *j, const token_block *tb,
-                                        size_t g, size_t h0, int nh, row_prefetch *pf)
+                                        size_t g, size_t h0, int nh)
 {
     if (k == ATTN_QK)
-        qk_heads(j, tb, g, h0, nh, pf);
+        qk_heads(j, tb, g, h0, nh);
     else
-        pv_heads(j, tb, g, h0, nh, pf);
+        pv_heads(j, tb, g, h0, nh);
 }
 
 /* QK (scores, in fp32 FMAs: q stays f32) or PV (part, which the task
@@ -395,7 +380,7 @@ ATTN_AVX512 ATTN_INLINE void heads_pass(attn_kernel k, const chunk_job *j, const
  * 16 takes the portable loops. */
 ATTN_AVX512 static void attn_avx512(attn_kernel k, const chunk_job *j)
 {
-    size_t d = j->cb->d, heads = j->cb->kv_heads * ((j->group + ATTN_MAXH - 1) / ATTN_MAXH);
+    size_t d = j->cb->d;
     if (d % 16 != 0) {
         if (k == ATTN_QK)
             qk_tokens(j);
@@ -403,43 +388,43 @@ ATTN_AVX512 static void attn_avx512(attn_kernel k, const chunk_job *j)
             pv_tokens(j);
         return;
     }
-    size_t passes = k == ATTN_QK ? heads : heads * ((d + 31) / 32); /* token steps per token */
     __m512 buf[ATTN_MAXH * 16];
     const uint16_t *rows[ATTN_TB], *next_rows[ATTN_TB];
-    row_prefetch pf;
     for (size_t t0 = 0; t0 < j->tokens; t0 += ATTN_TB) {
         size_t nt = j->tokens - t0 < ATTN_TB ? j->tokens - t0 : ATTN_TB;
         size_t t1 = t0 + nt, next = j->tokens - t1 < ATTN_TB ? j->tokens - t1 : ATTN_TB;
-        token_block tb = {rows, t0, nt, buf};
+        token_block tb = {rows, t0, nt, buf, next_rows};
         rows_at(j->cb, t0, nt, rows);
-        prefetch_rows(&pf, next_rows, j->cb, t1, next, passes * nt);
+        rows_at(j->cb, t1, next, next_rows);
+        for (size_t i = next; i < nt; i++)
+            next_rows[i] = NULL;
         for (size_t g = 0; g < j->cb->kv_heads; g++) {
             for (size_t h0 = g * j->group; h0 < (g + 1) * j->group; h0 += ATTN_MAXH) {
                 size_t left = (g + 1) * j->group - h0;
                 switch (left < ATTN_MAXH ? left : ATTN_MAXH) {
                 case 1:
-                    heads_pass(k, j, &tb, g, h0, 1, &pf);
+                    heads_pass(k, j, &tb, g, h0, 1);
                     break;
                 case 2:
-                    heads_pass(k, j, &tb, g, h0, 2, &pf);
+                    heads_pass(k, j, &tb, g, h0, 2);
                     break;
                 case 3:
-                    heads_pass(k, j, &tb, g, h0, 3, &pf);
+                    heads_pass(k, j, &tb, g, h0, 3);
                     break;
                 case 4:
-                    heads_pass(k, j, &tb, g, h0, 4, &pf);
+                    heads_pass(k, j, &tb, g, h0, 4);
                     break;
                 case 5:
-                    heads_pass(k, j, &tb, g, h0, 5, &pf);
+                    heads_pass(k, j, &tb, g, h0, 5);
                     break;
                 case 6:
-                    heads_pass(k, j, &tb, g, h0, 6, &pf);
+                    heads_pass(k, j, &tb, g, h0, 6);
                     break;
                 case 7:
-                    heads_pass(k, j, &tb, g, h0, 7, &pf);
+                    heads_pass(k, j, &tb, g, h0, 7);
                     break;
                 default:
-                    heads_pass(k, j, &tb, g, h0, 8, &pf);
+                    heads_pass(k, j, &tb, g, h0, 8);
                     break;
                 }
             }
