@@ -535,7 +535,10 @@ static int qk_task(const hg_kernel_ctx *ctx)
         tokens > cb.nb * cb.block_size)
         return 1;
     size_t group = h_count / cb.kv_heads;
-    float *qf = malloc((hd + cb.d) * sizeof(float));
+    /* 64-byte aligned: the AVX-512 path loads q a vector at a time, and a
+     * load split across two cache lines made QK twice as slow */
+    size_t qbytes = ((hd + cb.d) * sizeof(float) + 63) / 64 * 64;
+    float *qf = aligned_alloc(64, qbytes);
     if (qf == NULL)
         return 1;
     float *kf = qf + hd;
