@@ -585,6 +585,22 @@ TEST(attention_paths_agree_with_a_double_reference)
     }
 }
 
+/* HG_KERNELS=portable (ctest runs this file once more with it set) forces
+ * the portable paths from the first kernel call on; otherwise dispatch
+ * picks by the CPU. */
+TEST(hg_kernels_env_picks_the_path)
+{
+    const char *env = getenv("HG_KERNELS");
+    kern_force_portable(false);
+    if (env != NULL && strcmp(env, "portable") == 0) {
+        ASSERT_STR_EQ(kern_path(), "portable");
+        ASSERT(!kern_use_avx512bf16());
+    } else {
+        ASSERT(strcmp(kern_path(), "portable") == 0 || strcmp(kern_path(), "avx512bf16") == 0);
+        ASSERT_EQ(kern_use_avx512bf16(), strcmp(kern_path(), "avx512bf16") == 0);
+    }
+}
+
 TEST(scenes_pass_on_the_portable_kernels_too)
 {
     kern_force_portable(true);
