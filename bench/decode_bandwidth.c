@@ -207,7 +207,7 @@ static bool proj_case_init(proj_case *pc)
     pc->w = aligned_alloc(HUGE_PAGE, bytes);
     if (pc->w != NULL && !pc->small_pages)
         (void)madvise(pc->w, bytes, MADV_HUGEPAGE);
-    pc->x = malloc(ROWS * pc->k * 4);
+    pc->x = aligned_alloc(64, ROWS * pc->k * 4); /* as the scene's tiles are */
     pc->y = malloc(ROWS * pc->n * 4);
     if (pc->w == NULL || pc->x == NULL || pc->y == NULL)
         return false;
