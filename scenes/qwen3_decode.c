@@ -41,8 +41,9 @@ enum { P_PRESET, P_LAYERS, P_BATCH, P_CONTEXT, P_ROPE_LEN, P_BLOCK, P_CHUNK, P_C
 
 enum { PRESET_TINY, PRESET_REAL };
 
-/* The default layer count of preset=real: a later round takes ~0.5-1.5 s
- * on the 2-core, 24 GiB dev machine, peak RSS 7.3 GiB (docs/PERFORMANCE.md). */
+/* The default layer count of preset=real: on the 2-core, 24 GiB dev machine a
+ * later round takes ~0.45 s (~0.13 s with --residency all; up to ~1 s when the
+ * machine is busy), peak RSS 7.3 GiB (docs/PERFORMANCE.md). */
 #define REAL_LAYERS 4
 
 static const scene_param_value preset_names[] = {
