@@ -479,10 +479,11 @@ uint64_t hg_runner_device_bytes(const hg_runner *r);
 uint64_t hg_runner_resident_bytes(const hg_runner *r);
 uint32_t hg_runner_resident_copies(const hg_runner *r);
 /* Verify mode (off by default; off, it costs nothing): hashes each resident
- * arg's host bytes (XXH3) when it is published and again at the next bind
- * that would reuse the copy.  A mismatch, a host write that bypassed the API,
- * fails that run with HG_ESTALE naming the arg and the buffer, instead of
- * computing on stale data.  Copies published while it was off carry no hash:
+ * arg's host bytes (XXH3) at bind, where a reused copy's hash must match, and
+ * an INOUT's again when it is published after copy-back (an IN's extent is
+ * hashed once per run, an INOUT's twice).  A mismatch, a host write that
+ * bypassed the API, fails that run with HG_ESTALE naming the arg and the
+ * buffer, instead of computing on stale data.  Copies published while it was off carry no hash:
  * the first run with it on uploads them again (whole). */
 void hg_runner_set_verify(hg_runner *r, bool on);
 /* Debug switch (off by default): fill pooled scratch with 0xA5 each time it

@@ -20,7 +20,13 @@
  * Verify mode: a copy published with the hash of its host bytes is reused
  * only if the host bytes still hash the same; a mismatch is HG_ESTALE, a
  * write that bypassed the API.  A copy published without a hash (verify was
- * off) cannot be checked, so verify mode uploads it again.
+ * off) cannot be checked, so verify mode uploads it again.  An IN is hashed
+ * once per run, at bind (the bytes checked or uploaded then are the bytes
+ * its copy holds); an INOUT again at publish, after copy-back changed them.
+ *
+ * An IN's copy is published at the generation sampled at bind, the one
+ * whose bytes it holds: a write during the run (which the API forbids)
+ * then makes the next run upload rather than trust old bytes.
  */
 #include "device/device.h"
 #include "stage/stage.h"
@@ -48,6 +54,14 @@ static void plan_ranged_upload(stage_plan *p, stage_arg *sa, uint64_t since)
     p->rstats.h2d_bytes_skipped += (sa->hi - sa->lo) - bytes;
 }
 
+/* sa's extent hashed now, into sa->bind_hash. */
+static void hash_at_bind(stage_plan *p, stage_arg *sa)
+{
+    p->rstats.hashed_bytes += sa->hi - sa->lo;
+    sa->bind_hash =
+        residency_hash((const char *)hg_hostbuf_data(sa->tensor.host) + sa->lo, sa->hi - sa->lo);
+}
+
 static int bind_one(stage_plan *p, hg_device *dev, stage_arg *sa, hg_err *e)
 {
     residency_cache *c = p->cache;
@@ -71,16 +85,16 @@ static int bind_one(stage_plan *p, hg_device *dev, stage_arg *sa, hg_err *e)
     } else {
         resident_copy *r = &c->copies[i];
         bool fresh = r->current && r->generation == gen;
-        if (fresh && p->verify) {
-            p->rstats.hashed_bytes += r->hashed ? bytes : 0;
-            if (r->hashed && residency_hash((const char *)hg_hostbuf_data(sa->tensor.host) + sa->lo,
-                                            bytes) != r->hash)
+        if (fresh && p->verify && !r->hashed) {
+            fresh = false; /* published unhashed: it cannot be checked */
+        } else if (fresh && p->verify) {
+            hash_at_bind(p, sa);
+            if (sa->bind_hash != r->hash)
                 return err_set(e, HG_ESTALE,
                                "arg '%s': host buffer %llu changed without a write through the "
                                "API since generation %llu (verify mode): its resident copy is "
                                "stale",
                                sa->name, (unsigned long long)id, (unsigned long long)gen);
-            fresh = r->hashed;
         }
         sa->upload = !fresh;
         if (fresh) {
@@ -93,6 +107,9 @@ static int bind_one(stage_plan *p, hg_device *dev, stage_arg *sa, hg_err *e)
                 plan_ranged_upload(p, sa, r->generation);
         }
     }
+    if (p->verify && sa->dir == HG_IN && sa->upload)
+        hash_at_bind(p, sa); /* the bytes uploaded now: what the copy will hold */
+    sa->bind_gen = gen;
     resident_copy *r = &c->copies[i];
     r->last_run = p->run;
     if (sa->upload || sa->dir == HG_INOUT)
@@ -132,11 +149,18 @@ void stage_publish(stage_plan *p)
         if (sa->kind != STAGE_RESIDENT)
             continue;
         resident_copy *r = &p->cache->copies[sa->resident];
+        r->current = true;
+        r->hashed = p->verify;
+        if (sa->dir == HG_IN) {
+            /* The copy holds the host bytes of bind's generation, whatever
+             * happened to the host buffer since; bind hashed them. */
+            r->generation = sa->bind_gen;
+            r->hash = p->verify ? sa->bind_hash : 0;
+            continue;
+        }
         /* After copy-back: an INOUT's host bytes equal its device copy at the
          * generation copy-back just gave it. */
         r->generation = hg_hostbuf_generation(sa->tensor.host);
-        r->current = true;
-        r->hashed = p->verify;
         if (p->verify) {
             p->rstats.hashed_bytes += sa->hi - sa->lo;
             r->hash = residency_hash((const char *)hg_hostbuf_data(sa->tensor.host) + sa->lo,

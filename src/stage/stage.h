@@ -68,6 +68,8 @@ typedef struct stage_arg {
     size_t slice_offset;   /* STAGE_SLICE: offset in the retained buffer */
     hg_devaddr dev_region; /* device address of byte lo during the run */
     uint32_t resident;     /* STAGE_RESIDENT: its copy in the residency cache */
+    uint64_t bind_gen;     /* STAGE_RESIDENT: the host buffer's generation at bind */
+    uint64_t bind_hash;    /* STAGE_RESIDENT in verify mode: its extent's hash at bind */
     bool upload;           /* IN/INOUT slices and stale/new resident copies: H2D at bind */
     bool copy_back;        /* OUT/INOUT slices: D2H after success */
     /* Uploads: the ranges of a resident copy that the host wrote since it
@@ -162,7 +164,8 @@ int stage_bind_resident(stage_plan *p, hg_device *dev, hg_err *e);
 int stage_plan_layout(stage_plan *p, hg_err *e);
 
 /* After a fully successful run: records every resident copy of the run as
- * current at its host buffer's generation (and its hash in verify mode). */
+ * current (with its hash in verify mode): an IN's at the generation sampled
+ * at bind, an INOUT's at its host buffer's generation after copy-back. */
 void stage_publish(stage_plan *p);
 
 /* Grows the retained buffer to hold `required` bytes (free old, allocate new;

@@ -195,6 +195,42 @@ TEST(generation_is_sampled_at_bind_so_a_restore_is_uploaded)
     rig_close(&g);
 }
 
+/* A kernel that also writes the resident IN's host buffer through the API
+ * while the run is in flight (the contract says not to; a runtime must still
+ * not take the device copy, uploaded before the write, for the new bytes). */
+static hg_hostbuf *sneak_into;
+static int k_acc_and_write_host(const hg_kernel_ctx *ctx)
+{
+    float seven = 7.0f;
+    if (sneak_into != NULL && hg_hostbuf_write(sneak_into, 0, &seven, sizeof seven) != 0)
+        return 1;
+    return k_acc(ctx);
+}
+static const hg_kernel K_SNEAK = {"acc_and_write_host", k_acc_and_write_host, HG_CORE_VECTOR};
+static const hg_callable SNEAKY = {"acc", orch_acc, (void *)&K_SNEAK};
+
+/* An IN's copy is published at the generation sampled at bind (the bytes
+ * it holds), not the one at publish, so a write during the run makes the
+ * next run upload: in verify mode and out of it. */
+TEST(in_copy_is_published_at_the_bind_generation)
+{
+    for (int verify = 0; verify < 2; verify++) {
+        rig g;
+        ASSERT_OK(rig_open(&g, "sim:cores=2", HG_RESIDENT, HG_STAGED));
+        hg_runner_set_verify(g.r, verify != 0);
+        hg_run_stats s;
+        sneak_into = g.in;
+        ASSERT_OK(hg_runner_run(g.r, &SNEAKY, g.args, 2, &s)); /* acc[0] += 0; in[0] = 7 */
+        sneak_into = NULL;
+        ASSERT_OK(hg_runner_run(g.r, &ACC, g.args, 2, &s)); /* acc[0] += 7, if uploaded */
+        ASSERT_UEQ(s.resident_hits, 0);
+        ASSERT_UEQ(s.stale_uploads, 1);
+        ASSERT(((const float *)hg_hostbuf_data(g.acc))[0] == 7.0f);
+        ASSERT(((const float *)hg_hostbuf_data(g.acc))[1] == 2.0f);
+        rig_close(&g);
+    }
+}
+
 /* Publish only after success: a failed copy-back or a failed kernel leaves
  * nothing that looks current, so the next run uploads and is right. */
 TEST(failed_runs_publish_nothing)
@@ -434,10 +470,11 @@ TEST(verify_mode_catches_a_write_that_bypassed_the_api)
     hg_runner_set_verify(g.r, true);
     ASSERT_OK(hg_runner_run(g.r, &ACC, g.args, 2, &s)); /* unhashed copy: uploaded */
     ASSERT_UEQ(s.stale_uploads, 1);
-    ASSERT_UGT(g.r->plan.rstats.hashed_bytes, 0);
+    ASSERT_UEQ(g.r->plan.rstats.hashed_bytes, BYTES);   /* hashed once, at bind */
     ASSERT_OK(hg_runner_run(g.r, &ACC, g.args, 2, &s)); /* hashed and unchanged: a hit */
     ASSERT_UEQ(s.resident_hits, 1);
-    ((float *)hg_hostbuf_data(g.in))[3] = 42.0f; /* behind the API's back */
+    ASSERT_UEQ(g.r->plan.rstats.hashed_bytes, BYTES); /* an IN: checked at bind, not again */
+    ((float *)hg_hostbuf_data(g.in))[3] = 42.0f;      /* behind the API's back */
     ASSERT_EQ(hg_runner_run(g.r, &ACC, g.args, 2, &s), HG_ESTALE);
     ASSERT_STR_CONTAINS(hg_runner_errmsg(g.r), "arg 'in'");
     char id[32];
