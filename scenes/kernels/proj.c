@@ -23,9 +23,11 @@
  *     y once per chunk of 512 weight rows (a projection task is one chunk).
  *
  * vdpbf16ps does 32 multiply-adds, so 16 rows cost 16 of them per 64 weight
- * bytes: on a 2-core Zen 5 the in-cache ceiling is ~20 GB/s of weights per
- * core, near the memory's read bandwidth, so prefetching decides how close
- * to memory-bound the kernel gets (bench/decode_bandwidth.c measures it).
+ * bytes: on the 2-core Zen 5 dev machine the ceiling (6.5 G vdpbf16ps/s) is
+ * ~26 GB/s of weights per core, near one core's streaming read, so the kernel
+ * reaches half of the 2-core stream only while it keeps the multiply-add
+ * pipes ~60% busy and the prefetch ahead of it (bench/decode_bandwidth.c
+ * measures both).
  * The kernel allocates nothing: its scratch is on the stack (~70 KiB; the
  * portable path ~140 KiB), so a task costs no page faults however many run.
  *
