@@ -196,17 +196,21 @@ static double bf16_at(const uint16_t *base, size_t i)
 }
 
 /* out[b][h] = softmax(scale q k^T) v over sequence b's tokens, in double.
- * False if it cannot have its scratch. */
+ * A (sequence, kv head)'s query rows and each cache row are widened to
+ * double once, not once per head.  False if it cannot have its scratch. */
 static bool pa_golden(const pa_dims *d, const uint16_t *q, const uint16_t *kc, const uint16_t *vc,
                       const int32_t *table, const int32_t *lens, double scale, double *golden)
 {
     size_t group = d->heads / d->kv_heads, row = d->kv_heads * d->d;
     double *scores = malloc(group * d->context * sizeof(double));
     double *kv = malloc(d->d * sizeof(double));
-    bool ok = scores != NULL && kv != NULL;
+    double *qg = malloc(group * d->d * sizeof(double));
+    bool ok = scores != NULL && kv != NULL && qg != NULL;
     for (size_t b = 0; ok && b < d->batch; b++) {
         size_t len = (size_t)lens[b];
         for (size_t g = 0; g < d->kv_heads; g++) {
+            for (size_t i = 0; i < group * d->d; i++)
+                qg[i] = bf16_at(q, (b * d->heads + g * group) * d->d + i);
             for (size_t t = 0; t < len; t++) {
                 size_t at =
                     ((size_t)table[b * d->max_blocks + t / d->block] * d->block + t % d->block) *
@@ -217,7 +221,7 @@ static bool pa_golden(const pa_dims *d, const uint16_t *q, const uint16_t *kc, c
                 for (size_t h = 0; h < group; h++) {
                     double s = 0.0;
                     for (size_t i = 0; i < d->d; i++)
-                        s += bf16_at(q, (b * d->heads + g * group + h) * d->d + i) * kv[i];
+                        s += qg[h * d->d + i] * kv[i];
                     scores[h * len + t] = s * scale;
                 }
             }
@@ -237,16 +241,19 @@ static bool pa_golden(const pa_dims *d, const uint16_t *q, const uint16_t *kc, c
                     ((size_t)table[b * d->max_blocks + t / d->block] * d->block + t % d->block) *
                         row +
                     g * d->d;
+                for (size_t i = 0; i < d->d; i++)
+                    kv[i] = bf16_at(vc, at + i);
                 for (size_t h = 0; h < group; h++) {
                     double *o = golden + (b * d->heads + g * group + h) * d->d;
                     for (size_t i = 0; i < d->d; i++)
-                        o[i] += scores[h * len + t] * bf16_at(vc, at + i);
+                        o[i] += scores[h * len + t] * kv[i];
                 }
             }
         }
     }
     free(scores);
     free(kv);
+    free(qg);
     return ok;
 }
 
