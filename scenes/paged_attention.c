@@ -195,13 +195,20 @@ static double bf16_at(const uint16_t *base, size_t i)
     return (double)hg_bf16_to_f32(base[i]);
 }
 
+/* The element index of sequence b's token t, kv head g, in a cache. */
+static size_t cache_row(const pa_dims *d, const int32_t *table, size_t b, size_t t, size_t g)
+{
+    size_t block = (size_t)table[b * d->max_blocks + t / d->block];
+    return ((block * d->block + t % d->block) * d->kv_heads + g) * d->d;
+}
+
 /* out[b][h] = softmax(scale q k^T) v over sequence b's tokens, in double.
  * A (sequence, kv head)'s query rows and each cache row are widened to
  * double once, not once per head.  False if it cannot have its scratch. */
 static bool pa_golden(const pa_dims *d, const uint16_t *q, const uint16_t *kc, const uint16_t *vc,
                       const int32_t *table, const int32_t *lens, double scale, double *golden)
 {
-    size_t group = d->heads / d->kv_heads, row = d->kv_heads * d->d;
+    size_t group = d->heads / d->kv_heads;
     double *scores = malloc(group * d->context * sizeof(double));
     double *kv = malloc(d->d * sizeof(double));
     double *qg = malloc(group * d->d * sizeof(double));
@@ -212,10 +219,7 @@ static bool pa_golden(const pa_dims *d, const uint16_t *q, const uint16_t *kc, c
             for (size_t i = 0; i < group * d->d; i++)
                 qg[i] = bf16_at(q, (b * d->heads + g * group) * d->d + i);
             for (size_t t = 0; t < len; t++) {
-                size_t at =
-                    ((size_t)table[b * d->max_blocks + t / d->block] * d->block + t % d->block) *
-                        row +
-                    g * d->d;
+                size_t at = cache_row(d, table, b, t, g);
                 for (size_t i = 0; i < d->d; i++)
                     kv[i] = bf16_at(kc, at + i);
                 for (size_t h = 0; h < group; h++) {
@@ -237,10 +241,7 @@ static bool pa_golden(const pa_dims *d, const uint16_t *q, const uint16_t *kc, c
                     scores[h * len + t] /= l;
             }
             for (size_t t = 0; t < len; t++) {
-                size_t at =
-                    ((size_t)table[b * d->max_blocks + t / d->block] * d->block + t % d->block) *
-                        row +
-                    g * d->d;
+                size_t at = cache_row(d, table, b, t, g);
                 for (size_t i = 0; i < d->d; i++)
                     kv[i] = bf16_at(vc, at + i);
                 for (size_t h = 0; h < group; h++) {
