@@ -150,16 +150,6 @@ static const char *const access_name[ACC_COUNT] = {"frag_reads",       "whole_af
 #define READERS 16 /* whole reads after the piece writes */
 #define BUF_64M (64u << 20)
 
-static graph_targ access_arg(hg_devaddr lo, hg_devaddr hi, bool read, bool write)
-{
-    graph_targ a = {.addr = lo, .lo = lo, .hi = hi, .dtype = HG_U8, .ndims = 1};
-    a.shape[0] = (size_t)(hi - lo);
-    a.strides[0] = 1;
-    a.read = read;
-    a.write = write;
-    return a;
-}
-
 static hg_devaddr piece_at(uint64_t i)
 {
     return BUF + i * PIECE;
@@ -172,29 +162,30 @@ static uint32_t access_args(access_pattern p, uint32_t t, uint32_t n, uint64_t *
     uint32_t scattered = (uint32_t)((uint64_t)t * 7919 % n), half = n / 2;
     switch (p) {
     case ACC_FRAG_READS:
-        args[0] = access_arg(piece_at(scattered), piece_at(scattered + 1), true, false);
+        args[0] = graph_targ_bytes(piece_at(scattered), piece_at(scattered + 1), true, false);
         return 1;
     case ACC_WHOLE_AFTER_FRAGS:
-        args[0] = t < half ? access_arg(piece_at(t), piece_at(t + 1), true, false)
-                           : access_arg(piece_at(0), piece_at(half), true, false);
+        args[0] = t < half ? graph_targ_bytes(piece_at(t), piece_at(t + 1), true, false)
+                           : graph_targ_bytes(piece_at(0), piece_at(half), true, false);
         return 1;
     case ACC_RANDOM_WRITES: {
         *rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
         hg_devaddr lo = BUF + (*rng >> 33) % (BUF_64M - 1024);
-        args[0] = access_arg(lo, lo + 1024, false, true);
+        args[0] = graph_targ_bytes(lo, lo + 1024, false, true);
         return 1;
     }
     case ACC_RAW_CHAIN:
-        args[0] = access_arg(piece_at(t), piece_at(t + 1), false, true);
-        args[1] = access_arg(piece_at(t) - PIECE, piece_at(t), true, false);
+        args[0] = graph_targ_bytes(piece_at(t), piece_at(t + 1), false, true);
+        args[1] = graph_targ_bytes(piece_at(t) - PIECE, piece_at(t), true, false);
         return t > 0 ? 2 : 1;
     case ACC_FAN_IN:
-        args[0] = t + 1 < n ? access_arg(piece_at(t), piece_at(t + 1), true, false)
-                            : access_arg(piece_at(0), piece_at(n), false, true);
+        args[0] = t + 1 < n ? graph_targ_bytes(piece_at(t), piece_at(t + 1), true, false)
+                            : graph_targ_bytes(piece_at(0), piece_at(n), false, true);
         return 1;
     default:
-        args[0] = t + READERS < n ? access_arg(piece_at(t), piece_at(t + 1), false, true)
-                                  : access_arg(piece_at(0), piece_at(n - READERS), true, false);
+        args[0] = t + READERS < n
+                      ? graph_targ_bytes(piece_at(t), piece_at(t + 1), false, true)
+                      : graph_targ_bytes(piece_at(0), piece_at(n - READERS), true, false);
         return 1;
     }
 }

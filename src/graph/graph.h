@@ -35,6 +35,18 @@ typedef struct graph_targ {
     bool read, write; /* IN: read; OUT: write; INOUT: both */
 } graph_targ;
 
+/* A dense 1-D u8 arg over device bytes [lo, hi): the graph's unit of
+ * dependency, as the graph and exec tests and the map benchmark build it. */
+static inline graph_targ graph_targ_bytes(hg_devaddr lo, hg_devaddr hi, bool read, bool write)
+{
+    graph_targ a = {.addr = lo, .lo = lo, .hi = hi, .dtype = HG_U8, .ndims = 1};
+    a.shape[0] = (size_t)(hi - lo);
+    a.strides[0] = 1;
+    a.read = read;
+    a.write = write;
+    return a;
+}
+
 typedef struct graph_task {
     const hg_kernel *kernel;          /* must outlive the run (usually static) */
     uint32_t args_first, nargs;       /* into graph.targs */

@@ -122,18 +122,7 @@ static hg_device *open_dev(const char *spec)
 /* A dense 1-D u8 arg over device bytes [base+off, base+off+len). */
 static graph_targ byte_arg(hg_devaddr base, size_t off, size_t len, bool rd, bool wr)
 {
-    graph_targ a;
-    memset(&a, 0, sizeof a);
-    a.addr = base + off;
-    a.lo = base + off;
-    a.hi = base + off + len;
-    a.dtype = HG_U8;
-    a.ndims = 1;
-    a.shape[0] = len;
-    a.strides[0] = 1;
-    a.read = rd;
-    a.write = wr;
-    return a;
+    return graph_targ_bytes(base + off, base + off + len, rd, wr);
 }
 
 /* Adds a task with scalar 0 = its expected id and no args. */

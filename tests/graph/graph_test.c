@@ -22,17 +22,7 @@ static const hg_kernel kern = {"k", kernel_fn, HG_CORE_VECTOR};
 
 static graph_targ targ(hg_devaddr lo, hg_devaddr hi, hg_dir access)
 {
-    graph_targ a;
-    memset(&a, 0, sizeof a);
-    a.addr = a.lo = lo;
-    a.hi = hi;
-    a.dtype = HG_U8;
-    a.ndims = 1;
-    a.shape[0] = (size_t)(hi - lo);
-    a.strides[0] = 1;
-    a.read = access != HG_OUT;
-    a.write = access != HG_IN;
-    return a;
+    return graph_targ_bytes(lo, hi, access != HG_OUT, access != HG_IN);
 }
 
 static int add(graph *g, const graph_targ *args, uint32_t nargs, hg_task_id *id)

@@ -39,17 +39,6 @@ static const char *const shape_name[SHAPES] = {
     "frag_reads", "whole_after_frags", "random_writes",    "raw_chain",
     "fan_in",     "writes_then_reads", "reads_then_writes"};
 
-/* An arg over [lo, hi) that reads and/or writes: all the map looks at. */
-static graph_targ access(hg_devaddr lo, hg_devaddr hi, bool read, bool write)
-{
-    graph_targ a = {.addr = lo, .lo = lo, .hi = hi, .dtype = HG_U8, .ndims = 1};
-    a.shape[0] = (size_t)(hi - lo);
-    a.strides[0] = 1;
-    a.read = read;
-    a.write = write;
-    return a;
-}
-
 static hg_devaddr piece(uint32_t i)
 {
     return BUF + (hg_devaddr)i * PIECE;
@@ -61,41 +50,41 @@ static uint32_t shape_args(shape s, uint32_t t, uint32_t n, test_rng *rng, graph
     uint32_t half = n / 2, scattered = (uint32_t)((uint64_t)t * 7919 % n);
     switch (s) {
     case FRAG_READS:
-        args[0] = access(piece(scattered), piece(scattered) + PIECE, true, false);
+        args[0] = graph_targ_bytes(piece(scattered), piece(scattered) + PIECE, true, false);
         return 1;
     case WHOLE_AFTER_FRAGS:
         if (t < half)
-            args[0] = access(piece(t), piece(t) + PIECE, true, false);
+            args[0] = graph_targ_bytes(piece(t), piece(t) + PIECE, true, false);
         else
-            args[0] = access(piece(0), piece(half), true, false);
+            args[0] = graph_targ_bytes(piece(0), piece(half), true, false);
         return 1;
     case RANDOM_WRITES: {
         hg_devaddr lo = BUF + test_rand(rng) % ((64u << 20) - 1024);
-        args[0] = access(lo, lo + 1024, false, true);
+        args[0] = graph_targ_bytes(lo, lo + 1024, false, true);
         return 1;
     }
     case RAW_CHAIN:
-        args[0] = access(piece(t), piece(t) + PIECE, false, true);
-        args[1] = access(piece(t) - PIECE, piece(t), true, false);
+        args[0] = graph_targ_bytes(piece(t), piece(t) + PIECE, false, true);
+        args[1] = graph_targ_bytes(piece(t) - PIECE, piece(t), true, false);
         return t > 0 ? 2 : 1;
     case FAN_IN:
         if (t + 1 < n)
-            args[0] = access(piece(t), piece(t) + PIECE, true, false);
+            args[0] = graph_targ_bytes(piece(t), piece(t) + PIECE, true, false);
         else
-            args[0] = access(piece(0), piece(n), false, true);
+            args[0] = graph_targ_bytes(piece(0), piece(n), false, true);
         return 1;
     case WRITES_THEN_READS:
         if (t < half)
-            args[0] = access(piece(t), piece(t) + PIECE, false, true);
+            args[0] = graph_targ_bytes(piece(t), piece(t) + PIECE, false, true);
         else
-            args[0] = access(piece(0), piece(half), true, false);
+            args[0] = graph_targ_bytes(piece(0), piece(half), true, false);
         return 1;
     default: { /* the writes in a scattered order: each splits the read records */
         uint32_t w = (uint32_t)((uint64_t)(t - n / 8) * 7919 % half);
         if (t < n / 8)
-            args[0] = access(piece(0), piece(half), true, false);
+            args[0] = graph_targ_bytes(piece(0), piece(half), true, false);
         else
-            args[0] = access(piece(w), piece(w) + PIECE, false, true);
+            args[0] = graph_targ_bytes(piece(w), piece(w) + PIECE, false, true);
         return 1;
     }
     }
@@ -185,7 +174,7 @@ TEST(whole_write_clears_fragmented_reads)
     ASSERT_OK(build_shape(&g, WHOLE_AFTER_FRAGS, N, NULL, &cost));
     ASSERT_EQ(cost.c.records, 0);
     ASSERT_ULE(cost.c.reader_nodes, N);
-    graph_targ w = access(piece(0), piece(N), false, true);
+    graph_targ w = graph_targ_bytes(piece(0), piece(N), false, true);
     hg_task_id id;
     ASSERT_OK(graph_add_task(&g, &kern, &w, 1, NULL, 0, NULL, 0, &id, NULL));
     ASSERT_EQ(g.tasks[id].npreds, N); /* every reader, piece or whole */

@@ -195,6 +195,26 @@ TEST(generation_is_sampled_at_bind_so_a_restore_is_uploaded)
     rig_close(&g);
 }
 
+/* The header's cost of verify mode, counted: a run hashes a resident IN's
+ * extent once (at bind) and a resident INOUT's twice (at bind, and after
+ * copy-back changed it). */
+TEST(verify_hashes_an_in_once_and_an_inout_twice_per_run)
+{
+    rig g;
+    ASSERT_OK(rig_open(&g, "sim:cores=2", HG_RESIDENT, HG_RESIDENT));
+    hg_runner_set_verify(g.r, true);
+    hg_run_stats s;
+    ASSERT_OK(hg_runner_run(g.r, &ACC, g.args, 2, &s));       /* new copies: uploaded */
+    ASSERT_UEQ(g.r->plan.rstats.hashed_bytes, BYTES + BYTES); /* in at bind, acc at publish */
+    for (int round = 2; round <= 4; round++) {
+        ASSERT_OK(hg_runner_run(g.r, &ACC, g.args, 2, &s)); /* both hits */
+        ASSERT_UEQ(s.resident_hits, 2);
+        ASSERT_UEQ(g.r->plan.rstats.hashed_bytes, BYTES + 2 * BYTES);
+    }
+    ASSERT(acc_is(&g, 4.0f, 0.0f));
+    rig_close(&g);
+}
+
 /* A kernel that also writes the resident IN's host buffer through the API
  * while the run is in flight (the contract says not to; a runtime must still
  * not take the device copy, uploaded before the write, for the new bytes). */
