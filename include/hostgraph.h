@@ -122,9 +122,10 @@ int hg_hostbuf_write(hg_hostbuf *hb, size_t offset, const void *src, size_t byte
 /* Declares that [offset, offset+bytes) was written in place; bumps the
  * generation.  HG_ERANGE if the range does not fit the buffer. */
 int hg_hostbuf_mark_written(hg_hostbuf *hb, size_t offset, size_t bytes);
-/* The byte range of the most recent write, [*lo, *hi).  A run's copy-back is
- * one write step of several ranges: from the first one's start to the last
- * one's end. */
+/* The byte range of the most recent write step, [*lo, *hi).  A run takes
+ * exactly one write step on each host buffer it copies anything back into
+ * (whatever number of args and tasks wrote it), covering every range that
+ * run copied back into it: from the lowest start to the highest end. */
 void hg_hostbuf_last_write(const hg_hostbuf *hb, size_t *lo, size_t *hi);
 
 /* A byte range [lo, hi). */
@@ -133,9 +134,13 @@ typedef struct hg_range {
 } hg_range;
 
 /* How many of its latest written ranges a host buffer remembers.  A resident
- * copy published at generation g uploads only the ranges written since g
- * (merged, within its extent) while the log reaches back to g, and its whole
- * extent once it does not. */
+ * copy published at generation g uploads the ranges written since g (merged,
+ * within its extent) while the log reaches back to g, and its whole extent
+ * once it does not.  Uploads follow one cost rule: a copy costs as much as
+ * moving 64 KiB, so ranges closer than that go as one copy covering them.
+ * An upload is never fewer bytes than were written since g, never more than
+ * the extent, never more copies than written ranges; args of one run with
+ * the same resident bytes share one copy and one upload. */
 #define HG_HOSTBUF_LOG 256
 
 /* ------------------------------------------------------------------ device */
@@ -494,8 +499,9 @@ void hg_runner_set_poison_scratch(hg_runner *r, bool on);
  * One run: bind -> orchestrate -> execute -> copy back -> publish -> release.
  *
  *   - bind: IN and INOUT args are copied to the device in one batched copy
- *     (a resident copy that is current but older than its buffer: only the
- *     ranges the host wrote since); pure OUT args' device bytes are filled
+ *     (a resident copy that is current but older than its buffer: the
+ *     ranges the host wrote since, by the cost rule at HG_HOSTBUF_LOG);
+ *     pure OUT args' device bytes are filled
  *     with the poison byte 0xA5, so a kernel that reads bytes it did not
  *     write never sees another arg's data.  A zero-byte
  *     arg of any kind (host view, or device view at address 0 or any other)

@@ -42,6 +42,8 @@ static void plan_ranged_upload(stage_plan *p, stage_arg *sa, uint64_t since)
         return;
     size_t n = hostbuf_written_since(sa->tensor.host, since, sa->lo, sa->hi, p->spans + first,
                                      HG_HOSTBUF_LOG);
+    if (n != SIZE_MAX) /* the one cost rule: fewer, larger copies when cheaper */
+        n = stage_ranges_cover(p->spans + first, n);
     p->nspans = first + (n == SIZE_MAX ? 0 : (uint32_t)n);
     if (n == SIZE_MAX)
         return;
@@ -69,6 +71,15 @@ static int bind_one(stage_plan *p, hg_device *dev, stage_arg *sa, hg_err *e)
     const uint64_t gen = hg_hostbuf_generation(sa->tensor.host); /* sampled at bind */
     const size_t bytes = sa->hi - sa->lo;
     uint32_t i = residency_find(c, id, sa->lo, sa->hi);
+    if (i != RESIDENCY_NONE && c->copies[i].bound_run == p->run) {
+        /* Another arg of this run has the same bytes: it shares the copy
+         * and its upload (both are IN: written overlaps were refused). */
+        sa->upload = false;
+        sa->bind_gen = gen;
+        sa->resident = i;
+        sa->dev_region = c->copies[i].addr;
+        return 0;
+    }
     if (i == RESIDENCY_NONE) {
         int rc =
             residency_add(c, dev, p->tally, id, sa->lo, sa->hi, p->run, &i, &p->rstats.evictions);
@@ -112,6 +123,7 @@ static int bind_one(stage_plan *p, hg_device *dev, stage_arg *sa, hg_err *e)
     sa->bind_gen = gen;
     resident_copy *r = &c->copies[i];
     r->last_run = p->run;
+    r->bound_run = p->run;
     if (sa->upload || sa->dir == HG_INOUT)
         r->current = false; /* invalidate before anything writes it */
     sa->resident = i;
@@ -158,9 +170,18 @@ void stage_publish(stage_plan *p)
             r->hash = p->verify ? sa->bind_hash : 0;
             continue;
         }
-        /* After copy-back: an INOUT's host bytes equal its device copy at the
-         * generation copy-back just gave it. */
-        r->generation = hg_hostbuf_generation(sa->tensor.host);
+        /* After copy-back an INOUT's host bytes equal its device copy at the
+         * generation this run's own write step gave the buffer (bind's when
+         * it wrote nothing back).  Any other move of the generation is a
+         * write through the API during the run: the host then holds bytes
+         * the copy does not, so the copy stays not current. */
+        const uint64_t expected = sa->back_gen ? sa->back_gen : sa->bind_gen;
+        if (hg_hostbuf_generation(sa->tensor.host) != expected ||
+            (sa->back_gen && sa->back_gen != sa->bind_gen + 1)) {
+            r->current = false;
+            continue;
+        }
+        r->generation = expected;
         if (p->verify) {
             p->rstats.hashed_bytes += sa->hi - sa->lo;
             r->hash = residency_hash((const char *)hg_hostbuf_data(sa->tensor.host) + sa->lo,

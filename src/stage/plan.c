@@ -34,6 +34,8 @@ void stage_plan_free(stage_plan *p)
     free(p->spans);
     free(p->span_staging);
     free(p->written);
+    free(p->commits);
+    free(p->back_order);
     free(p->batch);
     stage_plan_init(p, p->tally);
 }

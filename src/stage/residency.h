@@ -34,8 +34,9 @@ typedef struct resident_copy {
     bool current;        /* published, and nothing wrote the device bytes since */
     bool hashed;         /* `hash` holds XXH3 of the host bytes at publish */
     uint64_t hash;
-    uint64_t last_run; /* LRU clock: the last run that used it */
-    bool live;         /* false: a free slot (indices of live copies never move) */
+    uint64_t last_run;  /* LRU clock: the last run that used it */
+    uint64_t bound_run; /* the last run that bound an arg to it (one upload per run) */
+    bool live;          /* false: a free slot (indices of live copies never move) */
 } resident_copy;
 
 typedef struct residency_cache {

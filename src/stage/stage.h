@@ -41,6 +41,13 @@
  * that moves fewer equivalent bytes than one copy per contiguous run. */
 #define STAGE_COPY_COST_BYTES (64u << 10)
 
+/* The one cost rule, for uploads and copy-back alike: given sorted,
+ * disjoint ranges, merges neighbours whose gap is smaller than
+ * STAGE_COPY_COST_BYTES (one copy fewer saves more than the gap's bytes
+ * cost), in place; returns the new count.  Never fewer bytes than the
+ * ranges, never more copies, never outside [first lo, last hi). */
+size_t stage_ranges_cover(hg_range *r, size_t n);
+
 typedef enum stage_kind {
     STAGE_SCALAR,      /* no memory */
     STAGE_ZERO,        /* zero-byte tensor: null address, no allocation */
@@ -78,8 +85,13 @@ typedef struct stage_arg {
     uint32_t up_first, up_n;
     /* Copy-back: the merged ranges fetched from the device
      * (p->spans[back_first..+back_n]); span k lands in host staging at
-     * p->span_staging[k]. */
+     * p->span_staging[k].  The commit's items for the arg are
+     * p->commits[commit_first..+commit_n]. */
     uint32_t back_first, back_n;
+    uint32_t commit_first, commit_n;
+    /* Copy-back: the generation this run's one write step gave the arg's
+     * host buffer; 0 when the run wrote nothing back into that buffer. */
+    uint64_t back_gen;
 } stage_arg;
 
 /* A view a task wrote (OUT or INOUT) of run arg `arg`: what copy-back brings
@@ -87,7 +99,18 @@ typedef struct stage_arg {
 typedef struct stage_written {
     uint32_t arg;
     hg_tensor view;
+    size_t lo, hi; /* its byte extent, computed when copy-back plans */
 } stage_written;
+
+/* One item of the commit (copy-back's host half): an ordered written view
+ * walked run by run (view != STAGE_NO_VIEW, an index into p->written), or
+ * one byte range [lo, hi) of the merged runs of views that overlap.  The
+ * items of an arg never overlap, so the commit copies each byte once. */
+#define STAGE_NO_VIEW UINT32_MAX
+typedef struct stage_commit {
+    uint32_t view;
+    size_t lo, hi;
+} stage_commit;
 
 /* Run-owned scratch, pooled across runs by size. */
 typedef struct stage_pool_block {
@@ -107,7 +130,8 @@ typedef struct stage_residency_stats {
     uint64_t hits, bytes_skipped, stale_uploads, staged, evictions;
     uint64_t hashed_bytes;      /* verify mode's work: 0 whenever it is off */
     uint64_t h2d_bytes_skipped; /* resident bytes not uploaded: the host did not change them */
-    uint64_t d2h_bytes_skipped; /* OUT/INOUT bytes not copied back: no task wrote them */
+    uint64_t d2h_bytes_skipped; /* OUT/INOUT bytes not fetched: no task wrote them */
+    uint64_t committed_bytes;   /* host bytes the commit wrote: each written byte once */
 } stage_residency_stats;
 
 /* One runner's staging state, reused run after run: the plan of the current
@@ -135,6 +159,13 @@ typedef struct stage_plan {
     uint32_t nspans, cap_spans;
     stage_written *written; /* views tasks wrote (grouped by arg at copy-back) */
     uint32_t nwritten, cap_written;
+    stage_commit *commits; /* the commit's items, planned before the fetch */
+    uint32_t ncommits, cap_commits;
+    uint32_t *back_order; /* copy-back's arg order: grouped by host buffer */
+    uint32_t cap_order;
+    /* Test hook: the k-th next host allocation of copy-back's planning
+     * fails (0: off), as device faults do for device memory. */
+    uint64_t host_fault;
     device_copy *batch; /* the one batched copy of a stage */
     uint32_t cap_batch;
 } stage_plan;

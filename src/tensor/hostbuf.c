@@ -135,9 +135,13 @@ int hostbuf_mark_ranges(hg_hostbuf *hb, const hg_range *ranges, size_t n)
     hb->generation++;
     for (size_t i = 0; i < n; i++)
         log_push(hb, ranges[i].lo, ranges[i].hi);
-    if (n > 0) {
+    if (n > 0) { /* the step's whole span: its ranges come in any order */
         hb->last_lo = ranges[0].lo;
-        hb->last_hi = ranges[n - 1].hi;
+        hb->last_hi = ranges[0].hi;
+        for (size_t i = 1; i < n; i++) {
+            hb->last_lo = ranges[i].lo < hb->last_lo ? ranges[i].lo : hb->last_lo;
+            hb->last_hi = ranges[i].hi > hb->last_hi ? ranges[i].hi : hb->last_hi;
+        }
     }
     return 0;
 }

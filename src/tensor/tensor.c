@@ -414,13 +414,20 @@ static int cmp_size(const void *a, const void *b)
 }
 
 /* Views whose dims interleave (or overlap) are walked into a list of block
- * offsets, sorted, then merged. */
-static int runs_unordered(const layout *l, uint32_t nouter, size_t base, walk_ctx *w)
+ * offsets, sorted, then merged.  A view with more blocks than
+ * RUNS_REVISIT_MAX times its extent's elements plus RUNS_SLACK (three or
+ * more overlapping dims) is refused with HG_ELIMIT rather than walked: its
+ * block list would dwarf the bytes it covers. */
+#define RUNS_REVISIT_MAX 4u
+#define RUNS_SLACK       (1u << 20)
+static int runs_unordered(const layout *l, uint32_t nouter, size_t base, size_t nelems, walk_ctx *w)
 {
     size_t nblocks = 1, bytes;
     for (uint32_t i = 0; i < nouter; i++)
         if (!ck_mul(nblocks, l->shape[i], &nblocks))
-            return HG_EOVERFLOW;
+            return HG_ELIMIT;
+    if (nblocks > RUNS_SLACK && (nblocks - RUNS_SLACK) / RUNS_REVISIT_MAX > nelems)
+        return HG_ELIMIT;
     if (!ck_mul(nblocks, sizeof(size_t), &bytes))
         return HG_ENOMEM;
     w->collected = malloc(bytes);
@@ -433,6 +440,18 @@ static int runs_unordered(const layout *l, uint32_t nouter, size_t base, walk_ct
         rc = emit_merge(w, w->collected[i]);
     free(w->collected);
     return rc != 0 ? rc : merger_flush(&w->m);
+}
+
+bool tensor_runs_in_order(const hg_tensor *t)
+{
+    elem_span s;
+    if (view_span(t, &s) != 0)
+        return false;
+    if (s.empty)
+        return true;
+    layout l;
+    layout_of(t, &l);
+    return layout_ordered(&l);
 }
 
 int tensor_for_each_run(const hg_tensor *t, tensor_run_fn fn, void *ctx)
@@ -453,7 +472,7 @@ int tensor_for_each_run(const hg_tensor *t, tensor_run_fn fn, void *ctx)
         chunk = l.shape[--nouter];
     w.chunk_bytes = chunk * w.esize;
     if (!layout_ordered(&l))
-        return runs_unordered(&l, nouter, t->offset, &w);
+        return runs_unordered(&l, nouter, t->offset, s.end - s.first, &w);
     rc = layout_walk(&l, nouter, t->offset, emit_merge, &w);
     return rc != 0 ? rc : merger_flush(&w.m);
 }

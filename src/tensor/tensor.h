@@ -22,6 +22,10 @@ int tensor_validate(const hg_tensor *t, const char *what, hg_err *e);
  * Offsets are buffer-relative.  Stops early and returns fn's non-zero result. */
 typedef int (*tensor_run_fn)(void *ctx, size_t offset, size_t len);
 int tensor_for_each_run(const hg_tensor *t, tensor_run_fn fn, void *ctx);
+/* True when tensor_for_each_run visits the view without allocating: its
+ * dims (broadcast ones aside) neither interleave nor overlap, so the runs
+ * come in address order, each byte once.  False for an invalid view. */
+bool tensor_runs_in_order(const hg_tensor *t);
 
 /* True if byte regions [alo, ahi) and [blo, bhi) intersect (empty never does). */
 static inline bool region_overlap(size_t alo, size_t ahi, size_t blo, size_t bhi)
