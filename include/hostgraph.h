@@ -483,13 +483,20 @@ uint64_t hg_runner_device_bytes(const hg_runner *r);
 /* Device bytes and number of the runner's resident copies now. */
 uint64_t hg_runner_resident_bytes(const hg_runner *r);
 uint32_t hg_runner_resident_copies(const hg_runner *r);
-/* Verify mode (off by default; off, it costs nothing): hashes each resident
- * arg's host bytes (XXH3) at bind, where a reused copy's hash must match, and
- * an INOUT's again when it is published after copy-back (an IN's extent is
- * hashed once per run, an INOUT's twice).  A mismatch, a host write that
- * bypassed the API, fails that run with HG_ESTALE naming the arg and the
- * buffer, instead of computing on stale data.  Copies published while it was off carry no hash:
- * the first run with it on uploads them again (whole). */
+/* Verify mode (off by default; off, it costs nothing): keeps a host shadow
+ * of each resident copy (the host bytes it was made equal to) and, at bind,
+ * checks every byte of a reused copy's extent that no write through the API
+ * declared since the copy was published against it.  Any such byte that
+ * changed, a host write that bypassed the API, fails that run with
+ * HG_ESTALE naming the arg, the buffer and the byte, whatever declared
+ * writes the buffer also had; no host byte, output or generation changes.
+ * Cost per run: one pass over each resident arg's extent at bind (compared,
+ * or copied into the shadow where uploaded) plus the bytes an INOUT copied
+ * back; memory: one host copy of each resident extent while it is on.
+ * Copies published while it was off have no shadow: the first run with it
+ * on uploads them again (whole).  When a buffer's write log no longer
+ * reaches back to a copy's generation (HG_HOSTBUF_LOG), the copy is
+ * uploaded whole rather than checked: nothing stale is computed on. */
 void hg_runner_set_verify(hg_runner *r, bool on);
 /* Debug switch (off by default): fill pooled scratch with 0xA5 each time it
  * is reused, so a kernel that reads scratch it never wrote sees garbage. */

@@ -17,36 +17,53 @@
  * far; else its whole extent.  A copy that is not current (a failed run, a
  * new copy) uploads its whole extent: its device bytes are unknown.
  *
- * Verify mode: a copy published with the hash of its host bytes is reused
- * only if the host bytes still hash the same; a mismatch is HG_ESTALE, a
- * write that bypassed the API.  A copy published without a hash (verify was
- * off) cannot be checked, so verify mode uploads it again.  An IN is hashed
- * once per run, at bind (the bytes checked or uploaded then are the bytes
- * its copy holds); an INOUT again at publish, after copy-back changed them.
+ * Verify mode keeps a host shadow of each resident copy: the host bytes
+ * the copy was last made equal to (at upload, or after copy-back).  At bind
+ * a current copy is checked byte for byte: every byte outside the ranges
+ * declared since it was published must equal the shadow, whatever else was
+ * declared (a write that bypassed the API next to a declared one is still
+ * caught); a mismatch is HG_ESTALE naming the arg, the buffer and the byte.
+ * Then what is uploaded is copied into the shadow.  Cost: one pass over the
+ * extent per run (compare, or copy where uploaded), plus the bytes an INOUT
+ * copied back, copied into its shadow at publish; memory: one host copy of
+ * each resident extent, only while verify mode is on.  A copy published
+ * while it was off has no shadow and cannot be checked, so verify mode
+ * uploads it again (whole).  When the write log no longer reaches back to
+ * the copy's generation, declared and undeclared writes cannot be told
+ * apart: the whole extent is uploaded, so nothing stale is computed on.
  *
  * An IN's copy is published at the generation sampled at bind, the one
  * whose bytes it holds: a write during the run (which the API forbids)
- * then makes the next run upload rather than trust old bytes.
+ * then makes the next run upload rather than trust old bytes.  An INOUT's
+ * at the generation its own copy-back gave the buffer, and only if nothing
+ * else moved it during the run.
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "device/device.h"
 #include "stage/stage.h"
 #include "tensor/tensor.h"
 
-/* For a copy current at generation `since`: the ranges of sa's extent
- * written since, as the upload (sa->up_first/up_n); whole when unknown or
- * when there is no room to list them (the extent is always right). */
-static void plan_ranged_upload(stage_plan *p, stage_arg *sa, uint64_t since)
+/* The ranges of sa's extent written through the API since generation
+ * `since`, merged, as p->spans[*first..+n]; SIZE_MAX when the log no longer
+ * reaches back (or host memory for the list failed): unknown. */
+static size_t written_since(stage_plan *p, const stage_arg *sa, uint64_t since, uint32_t *first)
 {
-    uint32_t first;
-    if (stage_spans_reserve(p, HG_HOSTBUF_LOG, &first) != 0)
-        return;
-    size_t n = hostbuf_written_since(sa->tensor.host, since, sa->lo, sa->hi, p->spans + first,
+    if (stage_spans_reserve(p, HG_HOSTBUF_LOG, first) != 0)
+        return SIZE_MAX;
+    size_t n = hostbuf_written_since(sa->tensor.host, since, sa->lo, sa->hi, p->spans + *first,
                                      HG_HOSTBUF_LOG);
-    if (n != SIZE_MAX) /* the one cost rule: fewer, larger copies when cheaper */
-        n = stage_ranges_cover(p->spans + first, n);
-    p->nspans = first + (n == SIZE_MAX ? 0 : (uint32_t)n);
-    if (n == SIZE_MAX)
-        return;
+    p->nspans = *first + (n == SIZE_MAX ? 0 : (uint32_t)n);
+    return n;
+}
+
+/* The upload of a current copy: the ranges written since it was published
+ * (p->spans[first..+n]), covered by the one cost rule. */
+static void plan_ranged_upload(stage_plan *p, stage_arg *sa, uint32_t first, size_t n)
+{
+    n = stage_ranges_cover(p->spans + first, n);
+    p->nspans = first + (uint32_t)n;
     size_t bytes = 0;
     for (size_t k = 0; k < n; k++)
         bytes += p->spans[first + k].hi - p->spans[first + k].lo;
@@ -56,12 +73,89 @@ static void plan_ranged_upload(stage_plan *p, stage_arg *sa, uint64_t since)
     p->rstats.h2d_bytes_skipped += (sa->hi - sa->lo) - bytes;
 }
 
-/* sa's extent hashed now, into sa->bind_hash. */
-static void hash_at_bind(stage_plan *p, stage_arg *sa)
+static const unsigned char *host_at(const stage_arg *sa, size_t offset)
 {
-    p->rstats.hashed_bytes += sa->hi - sa->lo;
-    sa->bind_hash =
-        residency_hash((const char *)hg_hostbuf_data(sa->tensor.host) + sa->lo, sa->hi - sa->lo);
+    return (const unsigned char *)hg_hostbuf_data(sa->tensor.host) + offset;
+}
+
+/* Verify mode: every byte of [lo, hi) (buffer offsets) equals the shadow;
+ * else the offset of the first that does not. */
+static size_t shadow_differs(stage_plan *p, const stage_arg *sa, const resident_copy *r, size_t lo,
+                             size_t hi)
+{
+    p->rstats.verified_bytes += hi - lo;
+    if (memcmp(host_at(sa, lo), r->shadow + (lo - sa->lo), hi - lo) == 0)
+        return SIZE_MAX;
+    size_t i = lo;
+    while (*host_at(sa, i) == r->shadow[i - sa->lo])
+        i++;
+    return i;
+}
+
+/* Verify mode, a current copy with a shadow: the bytes outside the n
+ * declared ranges at p->spans[first..] must equal the shadow. */
+static int check_undeclared(stage_plan *p, const stage_arg *sa, const resident_copy *r,
+                            uint32_t first, size_t n, hg_err *e)
+{
+    size_t at = sa->lo, bad = SIZE_MAX;
+    for (size_t k = 0; k <= n && bad == SIZE_MAX; k++) {
+        size_t end = k < n ? p->spans[first + k].lo : sa->hi;
+        if (at < end)
+            bad = shadow_differs(p, sa, r, at, end);
+        if (k < n)
+            at = p->spans[first + k].hi;
+    }
+    if (bad == SIZE_MAX)
+        return 0;
+    return err_set(e, HG_ESTALE,
+                   "arg '%s': host buffer %llu changed at byte %zu without a write through the "
+                   "API since generation %llu (verify mode): its resident copy is stale",
+                   sa->name, (unsigned long long)hg_hostbuf_id(sa->tensor.host), bad,
+                   (unsigned long long)r->generation);
+}
+
+/* Verify mode: the shadow takes the host bytes that are uploaded now. */
+static int shadow_take(stage_plan *p, const stage_arg *sa, resident_copy *r, hg_err *e)
+{
+    if (r->shadow == NULL && (r->shadow = malloc(sa->hi - sa->lo)) == NULL)
+        return err_set(e, HG_ENOMEM, "arg '%s': cannot allocate the %zu-byte verify shadow",
+                       sa->name, sa->hi - sa->lo);
+    size_t n = sa->up_whole ? 1 : sa->up_n;
+    for (size_t k = 0; k < n; k++) {
+        size_t lo = sa->up_whole ? sa->lo : p->spans[sa->up_first + k].lo;
+        size_t hi = sa->up_whole ? sa->hi : p->spans[sa->up_first + k].hi;
+        memcpy(r->shadow + (lo - sa->lo), host_at(sa, lo), hi - lo);
+        p->rstats.verified_bytes += hi - lo;
+    }
+    return 0;
+}
+
+/* A copy that exists: a hit, a ranged upload (current, older than the
+ * buffer) or a whole one; in verify mode, checked against its shadow. */
+static int bind_existing(stage_plan *p, stage_arg *sa, resident_copy *r, uint64_t gen, hg_err *e)
+{
+    const bool checkable = !p->verify || r->shadowed;
+    bool fresh = r->current && r->generation == gen && checkable;
+    if (r->current && r->generation <= gen && checkable) {
+        uint32_t first = 0;
+        size_t n = r->generation == gen ? 0 : written_since(p, sa, r->generation, &first);
+        if (n != SIZE_MAX && p->verify) {
+            int rc = check_undeclared(p, sa, r, first, n, e);
+            if (rc != 0)
+                return rc;
+        }
+        if (n != SIZE_MAX && !fresh)
+            plan_ranged_upload(p, sa, first, n);
+    }
+    sa->upload = !fresh;
+    if (fresh) {
+        p->rstats.hits++;
+        p->rstats.bytes_skipped += sa->hi - sa->lo;
+        p->rstats.h2d_bytes_skipped += sa->hi - sa->lo;
+    } else {
+        p->rstats.stale_uploads++;
+    }
+    return 0;
 }
 
 static int bind_one(stage_plan *p, hg_device *dev, stage_arg *sa, hg_err *e)
@@ -69,7 +163,6 @@ static int bind_one(stage_plan *p, hg_device *dev, stage_arg *sa, hg_err *e)
     residency_cache *c = p->cache;
     const uint64_t id = hg_hostbuf_id(sa->tensor.host);
     const uint64_t gen = hg_hostbuf_generation(sa->tensor.host); /* sampled at bind */
-    const size_t bytes = sa->hi - sa->lo;
     uint32_t i = residency_find(c, id, sa->lo, sa->hi);
     if (i != RESIDENCY_NONE && c->copies[i].bound_run == p->run) {
         /* Another arg of this run has the same bytes: it shares the copy
@@ -94,34 +187,17 @@ static int bind_one(stage_plan *p, hg_device *dev, stage_arg *sa, hg_err *e)
                            hg_strerror(rc));
         sa->upload = true;
     } else {
-        resident_copy *r = &c->copies[i];
-        bool fresh = r->current && r->generation == gen;
-        if (fresh && p->verify && !r->hashed) {
-            fresh = false; /* published unhashed: it cannot be checked */
-        } else if (fresh && p->verify) {
-            hash_at_bind(p, sa);
-            if (sa->bind_hash != r->hash)
-                return err_set(e, HG_ESTALE,
-                               "arg '%s': host buffer %llu changed without a write through the "
-                               "API since generation %llu (verify mode): its resident copy is "
-                               "stale",
-                               sa->name, (unsigned long long)id, (unsigned long long)gen);
-        }
-        sa->upload = !fresh;
-        if (fresh) {
-            p->rstats.hits++;
-            p->rstats.bytes_skipped += bytes;
-            p->rstats.h2d_bytes_skipped += bytes;
-        } else {
-            p->rstats.stale_uploads++;
-            if (r->current && r->generation < gen && (!p->verify || r->hashed))
-                plan_ranged_upload(p, sa, r->generation);
-        }
+        int rc = bind_existing(p, sa, &c->copies[i], gen, e);
+        if (rc != 0)
+            return rc;
     }
-    if (p->verify && sa->dir == HG_IN && sa->upload)
-        hash_at_bind(p, sa); /* the bytes uploaded now: what the copy will hold */
-    sa->bind_gen = gen;
     resident_copy *r = &c->copies[i];
+    if (p->verify && sa->upload) {
+        int rc = shadow_take(p, sa, r, e);
+        if (rc != 0)
+            return rc;
+    }
+    sa->bind_gen = gen;
     r->last_run = p->run;
     r->bound_run = p->run;
     if (sa->upload || sa->dir == HG_INOUT)
@@ -154,6 +230,17 @@ int stage_bind_resident(stage_plan *p, hg_device *dev, hg_err *e)
     return 0;
 }
 
+/* Verify mode, an INOUT after copy-back: its shadow takes the bytes that
+ * came back (the rest of the host extent was equal to it at bind). */
+static void shadow_copied_back(stage_plan *p, const stage_arg *sa, resident_copy *r)
+{
+    for (uint32_t k = sa->back_first; k < sa->back_first + sa->back_n; k++) {
+        const hg_range *s = &p->spans[k];
+        memcpy(r->shadow + (s->lo - sa->lo), host_at(sa, s->lo), s->hi - s->lo);
+        p->rstats.verified_bytes += s->hi - s->lo;
+    }
+}
+
 void stage_publish(stage_plan *p)
 {
     for (uint32_t i = 0; i < p->nargs; i++) {
@@ -161,13 +248,12 @@ void stage_publish(stage_plan *p)
         if (sa->kind != STAGE_RESIDENT)
             continue;
         resident_copy *r = &p->cache->copies[sa->resident];
-        r->current = true;
-        r->hashed = p->verify;
         if (sa->dir == HG_IN) {
             /* The copy holds the host bytes of bind's generation, whatever
-             * happened to the host buffer since; bind hashed them. */
+             * happened to the host buffer since; bind checked them. */
+            r->current = true;
+            r->shadowed = p->verify;
             r->generation = sa->bind_gen;
-            r->hash = p->verify ? sa->bind_hash : 0;
             continue;
         }
         /* After copy-back an INOUT's host bytes equal its device copy at the
@@ -177,15 +263,12 @@ void stage_publish(stage_plan *p)
          * the copy does not, so the copy stays not current. */
         const uint64_t expected = sa->back_gen ? sa->back_gen : sa->bind_gen;
         if (hg_hostbuf_generation(sa->tensor.host) != expected ||
-            (sa->back_gen && sa->back_gen != sa->bind_gen + 1)) {
-            r->current = false;
+            (sa->back_gen && sa->back_gen != sa->bind_gen + 1))
             continue;
-        }
+        if (p->verify)
+            shadow_copied_back(p, sa, r);
+        r->current = true;
+        r->shadowed = p->verify;
         r->generation = expected;
-        if (p->verify) {
-            p->rstats.hashed_bytes += sa->hi - sa->lo;
-            r->hash = residency_hash((const char *)hg_hostbuf_data(sa->tensor.host) + sa->lo,
-                                     sa->hi - sa->lo);
-        }
     }
 }

@@ -18,11 +18,6 @@ void residency_init(residency_cache *c)
     memset(c, 0, sizeof *c);
 }
 
-uint64_t residency_hash(const void *bytes, size_t len)
-{
-    return XXH3_64bits(bytes, len);
-}
-
 static uint64_t key_hash(uint64_t id, size_t lo, size_t hi)
 {
     uint64_t k[3] = {id, (uint64_t)lo, (uint64_t)hi};
@@ -72,6 +67,8 @@ uint32_t residency_find(const residency_cache *c, uint64_t id, size_t lo, size_t
 static void copy_remove(residency_cache *c, hg_device *dev, hg_device_counters *tally, uint32_t i)
 {
     device_free(dev, c->copies[i].addr, tally);
+    free(c->copies[i].shadow);
+    c->copies[i].shadow = NULL;
     c->held -= c->copies[i].span;
     c->copies[i].live = false;
     c->nlive--;
@@ -98,8 +95,10 @@ bool residency_evict_one(residency_cache *c, hg_device *dev, hg_device_counters 
 void residency_clear(residency_cache *c, hg_device *dev, hg_device_counters *tally)
 {
     for (uint32_t i = 0; i < c->nslots; i++)
-        if (c->copies[i].live)
+        if (c->copies[i].live) {
             device_free(dev, c->copies[i].addr, tally);
+            free(c->copies[i].shadow);
+        }
     free(c->copies);
     free(c->index);
     residency_init(c);

@@ -26,17 +26,17 @@
 #include "hostgraph.h"
 
 typedef struct resident_copy {
-    uint64_t buf_id;     /* the host buffer's id */
-    size_t lo, hi;       /* its byte extent in that buffer */
-    hg_devaddr addr;     /* the device copy: its own allocation */
-    uint64_t span;       /* device bytes it holds (rounded to HG_DEVICE_ALIGN) */
-    uint64_t generation; /* published at; meaningful only while current */
-    bool current;        /* published, and nothing wrote the device bytes since */
-    bool hashed;         /* `hash` holds XXH3 of the host bytes at publish */
-    uint64_t hash;
-    uint64_t last_run;  /* LRU clock: the last run that used it */
-    uint64_t bound_run; /* the last run that bound an arg to it (one upload per run) */
-    bool live;          /* false: a free slot (indices of live copies never move) */
+    uint64_t buf_id;       /* the host buffer's id */
+    size_t lo, hi;         /* its byte extent in that buffer */
+    hg_devaddr addr;       /* the device copy: its own allocation */
+    uint64_t span;         /* device bytes it holds (rounded to HG_DEVICE_ALIGN) */
+    uint64_t generation;   /* published at; meaningful only while current */
+    bool current;          /* published, and nothing wrote the device bytes since */
+    bool shadowed;         /* verify mode: `shadow` holds the host bytes at publish */
+    unsigned char *shadow; /* verify mode's host copy of the extent, or NULL */
+    uint64_t last_run;     /* LRU clock: the last run that used it */
+    uint64_t bound_run;    /* the last run that bound an arg to it (one upload per run) */
+    bool live;             /* false: a free slot (indices of live copies never move) */
 } resident_copy;
 
 typedef struct residency_cache {
@@ -69,8 +69,5 @@ int residency_add(residency_cache *c, hg_device *dev, hg_device_counters *tally,
 /* Frees the least recently used copy not used by `run`.  False if none. */
 bool residency_evict_one(residency_cache *c, hg_device *dev, hg_device_counters *tally,
                          uint64_t run);
-
-/* XXH3 of host bytes: the verify mode's fingerprint. */
-uint64_t residency_hash(const void *bytes, size_t len);
 
 #endif

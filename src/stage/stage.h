@@ -76,7 +76,6 @@ typedef struct stage_arg {
     hg_devaddr dev_region; /* device address of byte lo during the run */
     uint32_t resident;     /* STAGE_RESIDENT: its copy in the residency cache */
     uint64_t bind_gen;     /* STAGE_RESIDENT: the host buffer's generation at bind */
-    uint64_t bind_hash;    /* STAGE_RESIDENT in verify mode: its extent's hash at bind */
     bool upload;           /* IN/INOUT slices and stale/new resident copies: H2D at bind */
     bool copy_back;        /* OUT/INOUT slices: D2H after success */
     /* Uploads: the ranges of a resident copy that the host wrote since it
@@ -128,7 +127,7 @@ typedef struct stage_pool {
 /* What a run's residency did, for hg_run_stats. */
 typedef struct stage_residency_stats {
     uint64_t hits, bytes_skipped, stale_uploads, staged, evictions;
-    uint64_t hashed_bytes;      /* verify mode's work: 0 whenever it is off */
+    uint64_t verified_bytes;    /* verify mode's host bytes compared or shadowed: 0 when off */
     uint64_t h2d_bytes_skipped; /* resident bytes not uploaded: the host did not change them */
     uint64_t d2h_bytes_skipped; /* OUT/INOUT bytes not fetched: no task wrote them */
     uint64_t committed_bytes;   /* host bytes the commit wrote: each written byte once */

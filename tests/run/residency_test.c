@@ -195,21 +195,21 @@ TEST(generation_is_sampled_at_bind_so_a_restore_is_uploaded)
     rig_close(&g);
 }
 
-/* The header's cost of verify mode, counted: a run hashes a resident IN's
- * extent once (at bind) and a resident INOUT's twice (at bind, and after
- * copy-back changed it). */
-TEST(verify_hashes_an_in_once_and_an_inout_twice_per_run)
+/* The header's cost of verify mode, counted: a run reads each resident
+ * arg's extent once at bind (compared with its shadow, or copied into it
+ * where uploaded), and an INOUT's copied-back bytes once more at publish. */
+TEST(verify_reads_each_extent_once_per_run_plus_what_came_back)
 {
     rig g;
     ASSERT_OK(rig_open(&g, "sim:cores=2", HG_RESIDENT, HG_RESIDENT));
     hg_runner_set_verify(g.r, true);
     hg_run_stats s;
-    ASSERT_OK(hg_runner_run(g.r, &ACC, g.args, 2, &s));       /* new copies: uploaded */
-    ASSERT_UEQ(g.r->plan.rstats.hashed_bytes, BYTES + BYTES); /* in at bind, acc at publish */
+    ASSERT_OK(hg_runner_run(g.r, &ACC, g.args, 2, &s));             /* new copies: uploaded */
+    ASSERT_UEQ(g.r->plan.rstats.verified_bytes, 2 * BYTES + BYTES); /* both at bind, acc back */
     for (int round = 2; round <= 4; round++) {
         ASSERT_OK(hg_runner_run(g.r, &ACC, g.args, 2, &s)); /* both hits */
         ASSERT_UEQ(s.resident_hits, 2);
-        ASSERT_UEQ(g.r->plan.rstats.hashed_bytes, BYTES + 2 * BYTES);
+        ASSERT_UEQ(g.r->plan.rstats.verified_bytes, 2 * BYTES + BYTES);
     }
     ASSERT(acc_is(&g, 4.0f, 0.0f));
     rig_close(&g);
@@ -486,15 +486,15 @@ TEST(verify_mode_catches_a_write_that_bypassed_the_api)
     hg_run_stats s;
     ASSERT_OK(hg_runner_run(g.r, &ACC, g.args, 2, &s));
     ASSERT_OK(hg_runner_run(g.r, &ACC, g.args, 2, &s));
-    ASSERT_UEQ(g.r->plan.rstats.hashed_bytes, 0); /* off: no hashing at all */
+    ASSERT_UEQ(g.r->plan.rstats.verified_bytes, 0); /* off: no checking at all */
     hg_runner_set_verify(g.r, true);
     ASSERT_OK(hg_runner_run(g.r, &ACC, g.args, 2, &s)); /* unhashed copy: uploaded */
     ASSERT_UEQ(s.stale_uploads, 1);
-    ASSERT_UEQ(g.r->plan.rstats.hashed_bytes, BYTES);   /* hashed once, at bind */
+    ASSERT_UEQ(g.r->plan.rstats.verified_bytes, BYTES); /* shadowed once, at bind */
     ASSERT_OK(hg_runner_run(g.r, &ACC, g.args, 2, &s)); /* hashed and unchanged: a hit */
     ASSERT_UEQ(s.resident_hits, 1);
-    ASSERT_UEQ(g.r->plan.rstats.hashed_bytes, BYTES); /* an IN: checked at bind, not again */
-    ((float *)hg_hostbuf_data(g.in))[3] = 42.0f;      /* behind the API's back */
+    ASSERT_UEQ(g.r->plan.rstats.verified_bytes, BYTES); /* an IN: checked at bind, not again */
+    ((float *)hg_hostbuf_data(g.in))[3] = 42.0f;        /* behind the API's back */
     ASSERT_EQ(hg_runner_run(g.r, &ACC, g.args, 2, &s), HG_ESTALE);
     ASSERT_STR_CONTAINS(hg_runner_errmsg(g.r), "arg 'in'");
     char id[32];

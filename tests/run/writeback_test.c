@@ -10,7 +10,10 @@
  *   - a host allocation failure anywhere in copy-back's planning fails the
  *     run cleanly; the commit allocates nothing;
  *   - a region written W times is committed once (counted);
- *   - uploads use the one cost rule: fewer, larger copies when cheaper.
+ *   - uploads use the one cost rule: fewer, larger copies when cheaper;
+ *   - verify mode fails a run on a write that bypassed the API even when
+ *     the same buffer also had declared writes (next to it, or in the same
+ *     block), for IN and INOUT, with outputs and generations untouched.
  */
 #include <stdint.h>
 #include <string.h>
@@ -335,6 +338,65 @@ TEST(two_resident_args_over_the_same_bytes_upload_once)
     ASSERT_OK(hg_runner_run(g.r, &c, args, 2, &s));
     ASSERT_UEQ(s.h2d_bytes, 1);
     rig_close(&g);
+}
+
+/* Verify mode: `res` is a resident arg over g.hb (IN or INOUT), `out` an
+ * OUT over another buffer.  After two clean runs, an undeclared write at
+ * `sneak` plus a declared write at `declared` must fail the run. */
+static void expect_stale(hg_dir dir, size_t sneak, size_t declared)
+{
+    rig g;
+    ASSERT_OK(rig_open(&g));
+    hg_hostbuf *ob;
+    ASSERT_OK(hg_hostbuf_create(64, &ob));
+    hg_arg args[2] = {{"res", dir, {0}, 0, HG_RESIDENT}, {"out", HG_OUT, {0}, 0, HG_STAGED}};
+    ASSERT_OK(view(g.hb, 0, BYTES, &args[0].tensor));
+    ASSERT_OK(view(ob, 0, 64, &args[1].tensor));
+    hg_runner_set_verify(g.r, true);
+    const hg_callable c = {"each", orch_each_arg, NULL};
+    hg_run_stats s;
+    ASSERT_OK(hg_runner_run(g.r, &c, args, 2, &s));
+    ASSERT_OK(hg_runner_run(g.r, &c, args, 2, &s));
+    g.host[sneak] ^= 0x5A; /* behind the API's back */
+    unsigned char v = 77;
+    ASSERT_OK(hg_hostbuf_write(g.hb, declared, &v, 1));
+    unsigned char host_before[BYTES], out_before[64];
+    memcpy(host_before, g.host, BYTES);
+    memcpy(out_before, hg_hostbuf_data(ob), 64);
+    uint64_t gen = hg_hostbuf_generation(g.hb), ogen = hg_hostbuf_generation(ob);
+    ASSERT_EQ(hg_runner_run(g.r, &c, args, 2, &s), HG_ESTALE);
+    ASSERT_STR_CONTAINS(hg_runner_errmsg(g.r), "arg 'res'");
+    char id[64];
+    snprintf(id, sizeof id, "host buffer %llu changed at byte %zu",
+             (unsigned long long)hg_hostbuf_id(g.hb), sneak);
+    ASSERT_STR_CONTAINS(hg_runner_errmsg(g.r), id);
+    ASSERT(memcmp(host_before, g.host, BYTES) == 0);
+    ASSERT(memcmp(out_before, hg_hostbuf_data(ob), 64) == 0);
+    ASSERT_UEQ(hg_hostbuf_generation(g.hb), gen);
+    ASSERT_UEQ(hg_hostbuf_generation(ob), ogen);
+    /* Every later run fails too until the write is declared; then it runs
+     * on the host's bytes. */
+    ASSERT_EQ(hg_runner_run(g.r, &c, args, 2, &s), HG_ESTALE);
+    ASSERT_OK(hg_hostbuf_mark_written(g.hb, sneak, 1));
+    ASSERT_OK(hg_runner_run(g.r, &c, args, 2, &s));
+    if (dir == HG_INOUT) {
+        ASSERT_EQ(g.host[sneak], (unsigned char)(host_before[sneak] + 1));
+        ASSERT_EQ(g.host[declared], 78);
+    }
+    hg_hostbuf_destroy(ob);
+    rig_close(&g);
+}
+
+TEST(verify_catches_an_undeclared_write_beside_a_declared_one)
+{
+    expect_stale(HG_IN, 10, 3000);
+    expect_stale(HG_INOUT, 10, 3000);
+}
+
+TEST(verify_catches_an_undeclared_write_in_the_block_of_a_declared_one)
+{
+    expect_stale(HG_IN, 3001, 3000);
+    expect_stale(HG_INOUT, 2999, 3000);
 }
 
 int main(void)
