@@ -20,7 +20,7 @@ struct hg_runner {
     graph graph;
     hg_err err;
     hg_trace *trace;
-    uint32_t runs;    /* runs started, labels trace spans */
+    uint64_t runs;    /* runs started: the LRU clock (64-bit, as the cache's), labels trace spans */
     bool copied_back; /* the last run's copy-back succeeded (hg_runner_copied_back) */
     /* The stage a run is in (a static name), NULL between runs: read by
      * other threads (progress display), hence atomic. */

@@ -65,25 +65,36 @@ int hg_runner_set_budget(hg_runner *r, uint64_t bytes)
         return HG_EINVAL;
     r->cache.budget = bytes;
     const uint64_t budget = bytes ? bytes : hg_device_capacity(r->dev);
-    /* No run is in flight: every copy is evictable (run numbers start at 1). */
-    while (r->cache.held > budget && residency_evict_one(&r->cache, r->dev, &r->tally, 0)) {
-    }
+    /* No run is in flight: every copy is evictable (run 0 uses none). */
+    residency_drain(&r->cache, &r->tally);
+    if (r->cache.held > budget)
+        residency_evict(&r->cache, r->dev, &r->tally, 0, r->cache.held - budget);
     return 0;
+}
+
+/* The counts below first forget copies whose host buffers were destroyed
+ * (freed on the device already): the runner's own bookkeeping, so the
+ * queries stay const to the caller. */
+static hg_runner *drained(const hg_runner *r)
+{
+    hg_runner *w = (hg_runner *)r;
+    residency_drain(&w->cache, &w->tally);
+    return w;
 }
 
 uint64_t hg_runner_device_bytes(const hg_runner *r)
 {
-    return r ? r->tally.live_bytes : 0;
+    return r ? drained(r)->tally.live_bytes : 0;
 }
 
 uint64_t hg_runner_resident_bytes(const hg_runner *r)
 {
-    return r ? r->cache.held : 0;
+    return r ? drained(r)->cache.held : 0;
 }
 
 uint32_t hg_runner_resident_copies(const hg_runner *r)
 {
-    return r ? r->cache.nlive : 0;
+    return r ? drained(r)->cache.nlive : 0;
 }
 
 void hg_runner_set_verify(hg_runner *r, bool on)
@@ -147,7 +158,7 @@ static void timer_stop(stage_timer t, const char *name, uint64_t *ns)
     uint64_t end = clock_now_ns();
     *ns = end - t.start;
     if (t.r->trace)
-        trace_host_span(t.r->trace, name, t.r->runs, t.start, end);
+        trace_host_span(t.r->trace, name, (uint32_t)t.r->runs, t.start, end);
 }
 
 /* Plan, bind resident args to their copies, lay out and reserve the slices
@@ -164,7 +175,7 @@ static int run_bind(hg_runner *r, const hg_arg *args, uint32_t nargs)
         rc = stage_plan_layout(p, &r->err);
     while (rc == 0) {
         rc = stage_retained_reserve(&r->retained, r->dev, &r->tally, p->required, &r->err);
-        if (rc != HG_EDEVMEM || !stage_make_room(p, r->dev))
+        if (rc != HG_EDEVMEM || !stage_make_room(p, r->dev, p->required))
             break;
         rc = 0; /* room was made: try again */
     }
@@ -246,7 +257,7 @@ int hg_runner_run(hg_runner *r, const hg_callable *c, const hg_arg *args, uint32
     }
     if (rc == 0) {
         t = timer_start(r, "execute");
-        rc = exec_run(r->dev, &r->graph, r->trace, r->runs, &r->err);
+        rc = exec_run(r->dev, &r->graph, r->trace, (uint32_t)r->runs, &r->err);
         timer_stop(t, "execute", &s.exec_ns);
     }
     if (rc == 0) {

@@ -174,8 +174,8 @@ static int bind_one(stage_plan *p, hg_device *dev, stage_arg *sa, hg_err *e)
         return 0;
     }
     if (i == RESIDENCY_NONE) {
-        int rc =
-            residency_add(c, dev, p->tally, id, sa->lo, sa->hi, p->run, &i, &p->rstats.evictions);
+        int rc = residency_add(c, dev, p->tally, sa->tensor.host, sa->lo, sa->hi, p->run, &i,
+                               &p->rstats.evictions);
         if (rc == HG_EDEVMEM) { /* no room: staged for this run, not an error */
             sa->kind = STAGE_SLICE;
             sa->release = RELEASE_RETAINED_SLICE;
@@ -198,7 +198,7 @@ static int bind_one(stage_plan *p, hg_device *dev, stage_arg *sa, hg_err *e)
             return rc;
     }
     sa->bind_gen = gen;
-    r->last_run = p->run;
+    residency_touch(c, i, p->run);
     r->bound_run = p->run;
     if (sa->upload || sa->dir == HG_INOUT)
         r->current = false; /* invalidate before anything writes it */
@@ -211,13 +211,14 @@ int stage_bind_resident(stage_plan *p, hg_device *dev, hg_err *e)
 {
     /* Mark every resident arg's copy as used by this run first, so binding
      * one arg never evicts another arg's copy of the same run. */
+    residency_drain(p->cache, p->tally); /* copies of destroyed buffers */
     for (uint32_t i = 0; i < p->nargs; i++) {
         stage_arg *sa = &p->args[i];
         if (sa->kind != STAGE_RESIDENT)
             continue;
         uint32_t k = residency_find(p->cache, hg_hostbuf_id(sa->tensor.host), sa->lo, sa->hi);
         if (k != RESIDENCY_NONE)
-            p->cache->copies[k].last_run = p->run;
+            residency_touch(p->cache, k, p->run);
     }
     for (uint32_t i = 0; i < p->nargs; i++) {
         stage_arg *sa = &p->args[i];

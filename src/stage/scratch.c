@@ -65,15 +65,13 @@ void stage_pool_free(stage_plan *p, hg_device *dev)
         pool_remove(p, dev, p->pool.n - 1);
 }
 
-bool stage_make_room(stage_plan *p, hg_device *dev)
+bool stage_make_room(stage_plan *p, hg_device *dev, uint64_t bytes)
 {
     if (stage_pool_trim(p, dev))
         return true;
-    if (p->cache != NULL && residency_evict_one(p->cache, dev, p->tally, p->run)) {
-        p->rstats.evictions++;
-        return true;
-    }
-    return false;
+    uint64_t n = p->cache ? residency_evict(p->cache, dev, p->tally, p->run, bytes) : 0;
+    p->rstats.evictions += n;
+    return n > 0;
 }
 
 /* Takes a block of `bytes` for this run: pooled, or newly allocated (making
@@ -104,7 +102,7 @@ static int pool_take(stage_plan *p, hg_device *dev, size_t bytes, uint32_t *bloc
     hg_devaddr addr;
     int rc;
     while ((rc = device_malloc(dev, bytes, &addr, p->tally)) == HG_EDEVMEM &&
-           stage_make_room(p, dev)) {
+           stage_make_room(p, dev, bytes)) {
     }
     if (rc != 0)
         return rc;

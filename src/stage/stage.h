@@ -260,8 +260,9 @@ bool stage_pool_trim(stage_plan *p, hg_device *dev);
 void stage_pool_free(stage_plan *p, hg_device *dev);
 
 /* Makes device room for the current run: frees unused pooled scratch, else
- * evicts one resident copy the run does not use.  False when nothing is left
- * to give back. */
-bool stage_make_room(stage_plan *p, hg_device *dev);
+ * evicts, in one pass, least recently used resident copies the run does
+ * not use until `bytes` are freed.  False when nothing is left to give
+ * back. */
+bool stage_make_room(stage_plan *p, hg_device *dev, uint64_t bytes);
 
 #endif

@@ -16,6 +16,7 @@
  * is simply incomplete (never wrong).  Cost: a write is O(1); a query is
  * O(log size + answer log answer).
  */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +40,43 @@ struct hg_hostbuf {
     log_entry *log; /* ring of HG_HOSTBUF_LOG; NULL until the first write */
     uint32_t log_head, log_count;
     uint64_t complete_after; /* the log holds every write after this generation */
+    hostbuf_watch *watches;  /* resident copies of it, under hostbuf_watch_lock */
 };
+
+/* Watches of every buffer: identity of copies across runners, not run
+ * state.  A plain mutex, taken when a copy is added, evicted or dropped and
+ * when a buffer is destroyed: never per task, once per run at most. */
+static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void hostbuf_watch_lock(void)
+{
+    pthread_mutex_lock(&watch_lock);
+}
+
+void hostbuf_watch_unlock(void)
+{
+    pthread_mutex_unlock(&watch_lock);
+}
+
+void hostbuf_watch_add(hg_hostbuf *hb, hostbuf_watch *w)
+{
+    w->prev = NULL;
+    w->next = hb->watches;
+    if (hb->watches != NULL)
+        hb->watches->prev = w;
+    hb->watches = w;
+}
+
+void hostbuf_watch_remove(hg_hostbuf *hb, hostbuf_watch *w)
+{
+    if (w->prev != NULL)
+        w->prev->next = w->next;
+    else
+        hb->watches = w->next;
+    if (w->next != NULL)
+        w->next->prev = w->prev;
+    w->prev = w->next = NULL;
+}
 
 static atomic_uint_fast64_t hostbuf_next_id = 1;
 
@@ -82,6 +119,13 @@ void hg_hostbuf_destroy(hg_hostbuf *hb)
 {
     if (hb == NULL)
         return;
+    hostbuf_watch_lock(); /* its resident copies, in every runner: freed now */
+    while (hb->watches != NULL) {
+        hostbuf_watch *w = hb->watches;
+        hostbuf_watch_remove(hb, w);
+        w->destroyed(w);
+    }
+    hostbuf_watch_unlock();
     if (hb->owned)
         free(hb->data);
     free(hb->log);

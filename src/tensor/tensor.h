@@ -33,6 +33,26 @@ static inline bool region_overlap(size_t alo, size_t ahi, size_t blo, size_t bhi
     return alo < ahi && blo < bhi && alo < bhi && blo < ahi;
 }
 
+/* ------------------------------------------- watching a buffer's destroy */
+
+/* A watch on a host buffer's destruction (a resident copy's link to its
+ * buffer, stage/residency.c).  Every watch operation and the callback run
+ * under one process-wide lock (hostbuf_watch_lock), since buffers are
+ * destroyed on any thread while their watchers' runners run on others.
+ * At hg_hostbuf_destroy each watch is taken off the buffer and `destroyed`
+ * is called once for it, under the lock.  O(1) to add or remove; destroy is
+ * O(watches of that buffer). */
+typedef struct hostbuf_watch {
+    struct hostbuf_watch *prev, *next;
+    void (*destroyed)(struct hostbuf_watch *w);
+} hostbuf_watch;
+
+void hostbuf_watch_lock(void);
+void hostbuf_watch_unlock(void);
+/* Both with the lock held; remove only a watch that is on a buffer. */
+void hostbuf_watch_add(hg_hostbuf *hb, hostbuf_watch *w);
+void hostbuf_watch_remove(hg_hostbuf *hb, hostbuf_watch *w);
+
 /* ------------------------------------------------ host buffer write log */
 
 /* One write step of several ranges (a run's copy-back): one generation bump,
