@@ -48,7 +48,7 @@ void json_write_number(FILE *f, double v)
 {
     if (!isfinite(v))
         fputs("null", f);
-    else if (v == (double)(long long)v && fabs(v) < 9.0e15)
+    else if (fabs(v) < 9.0e15 && v == trunc(v)) /* range first: a cast past it is UB */
         fprintf(f, "%lld", (long long)v);
     else
         fprintf(f, "%.*g", json_shortest_digits(v), v);

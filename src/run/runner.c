@@ -234,8 +234,11 @@ int hg_runner_run(hg_runner *r, const hg_callable *c, const hg_arg *args, uint32
 {
     hg_run_stats s;
     memset(&s, 0, sizeof s);
-    if (r == NULL)
+    if (r == NULL) { /* filled on failure too, as the header says */
+        if (stats)
+            *stats = s;
         return HG_EINVAL;
+    }
     err_clear(&r->err);
     if (c == NULL || c->orchestrate == NULL) {
         if (stats)

@@ -399,6 +399,17 @@ TEST(verify_catches_an_undeclared_write_in_the_block_of_a_declared_one)
     expect_stale(HG_INOUT, 2999, 3000);
 }
 
+TEST(a_run_without_a_runner_still_fills_its_stats)
+{
+    hg_run_stats s;
+    memset(&s, 0xFF, sizeof s);
+    const hg_callable c = {"none", orch_read_in, NULL};
+    ASSERT_EQ(hg_runner_run(NULL, &c, NULL, 0, &s), HG_EINVAL);
+    ASSERT_UEQ(s.wall_ns, 0);
+    ASSERT_UEQ(s.h2d_bytes, 0);
+    ASSERT_UEQ(s.tasks, 0);
+}
+
 int main(void)
 {
     return RUN_TESTS();
