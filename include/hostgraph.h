@@ -175,8 +175,10 @@ typedef enum hg_core_type { HG_CORE_CUBE = 0, HG_CORE_VECTOR = 1, HG_CORE_ANY = 
  * lazily: memory freed and allocated again costs no fresh page faults.
  *
  * Sharing: a device may be used by several runners from several threads at
- * once.  Their copies and allocations proceed concurrently; their graphs take
- * turns on the cores (one executes at a time, the others wait for it).
+ * once.  Their copies and allocations proceed concurrently (a new
+ * allocation is poisoned holding no lock, so a large one stalls no copy);
+ * their graphs take turns on the cores (one executes at a time, the others
+ * wait for it).
  */
 int hg_device_open(const char *spec, hg_device **out, char *errbuf, size_t errlen);
 /* Frees all device memory still allocated and stops the core threads.
