@@ -180,8 +180,10 @@ typedef enum hg_core_type { HG_CORE_CUBE = 0, HG_CORE_VECTOR = 1, HG_CORE_ANY = 
  * lazily: memory freed and allocated again costs no fresh page faults.
  *
  * Sharing: a device may be used by several runners from several threads at
- * once.  Their copies and allocations proceed concurrently; their graphs take
- * turns on the cores (one executes at a time, the others wait for it).
+ * once.  Their copies and allocations proceed concurrently (a new
+ * allocation is poisoned holding no lock, so a large one stalls no copy);
+ * their graphs take turns on the cores (one executes at a time, the others
+ * wait for it).
  */
 int hg_device_open(const char *spec, hg_device **out, char *errbuf, size_t errlen);
 /* Frees all device memory still allocated and stops the core threads.
@@ -343,6 +345,11 @@ typedef struct hg_kernel_ctx {
 /* Returns 0, or non-zero to fail the run with HG_EKERNEL. */
 typedef int (*hg_kernel_fn)(const hg_kernel_ctx *ctx);
 
+/* A kernel record.  The record and its name need live only until the
+ * hg_task_submit that passes it returns: the run copies the function, the
+ * core type and the name (interned: one copy per distinct name for as long
+ * as the runner lives, so a million tasks of one kernel store it once), and
+ * a trace keeps its own copy of every name it writes. */
 typedef struct hg_kernel {
     const char *name; /* shown in traces and errors; NULL shows as "(unnamed)" */
     hg_kernel_fn fn;
@@ -413,13 +420,17 @@ int hg_orch_scratch(hg_orch *o, const char *name, hg_dtype dtype, uint32_t ndims
 int hg_orch_fail(hg_orch *o, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Submits a task.  Dependencies are inferred from overlapping byte regions:
  * a reader depends on the last writers of what it reads; a writer depends on
- * earlier readers and writers of what it writes. */
+ * earlier readers and writers of what it writes.  Everything `desc` points to
+ * (the kernel record and its name included) is copied: it may die as soon as
+ * this returns. */
 int hg_task_submit(hg_orch *o, const hg_task_desc *desc, hg_task_id *out);
 
 /* ------------------------------------------------------------------- traces */
 
 /* A trace collects host stage spans and per-task spans on device cores, and
- * writes Chrome trace-event JSON (opens in Perfetto). */
+ * writes Chrome trace-event JSON (opens in Perfetto).  It keeps its own copy
+ * of every kernel name it records (one per distinct name), so names need not
+ * outlive the runs it records. */
 typedef struct hg_trace hg_trace;
 
 int hg_trace_create(hg_trace **out);

@@ -7,6 +7,12 @@
  * trace's creation, in microseconds, as the format wants.  Lanes: process 1
  * "host" has one thread, the run's stages; process 2 "device" has a thread per
  * core with a slice per task.
+ *
+ * Names.  A task span's kernel name is interned into the trace's own table
+ * when the span is recorded (intern.h: O(len) expected, one copy per
+ * distinct name), so the trace never reads a string its caller may have
+ * freed, and 10^6 spans of one kernel hold its name once.  Host span names
+ * are the runner's static stage names and are kept as pointers.
  */
 #include "base/trace.h"
 
@@ -15,6 +21,7 @@
 #include <stdlib.h>
 
 #include "base/clock.h"
+#include "base/intern.h"
 #include "base/json.h"
 
 typedef struct trace_span {
@@ -31,6 +38,7 @@ struct hg_trace {
     size_t nspans, cap;
     size_t nhost, ntask;
     uint32_t max_core_plus1;
+    intern_table names; /* task span names: the trace's own copies */
 };
 
 #define HOST_LANE UINT32_MAX
@@ -53,14 +61,20 @@ void hg_trace_destroy(hg_trace *t)
     if (t == NULL)
         return;
     pthread_mutex_destroy(&t->lock);
+    intern_free(&t->names);
     free(t->spans);
     free(t);
 }
 
+/* Appends s; a task span's name is replaced by the trace's copy first. */
 static int trace_append(hg_trace *t, trace_span s)
 {
     int rc = 0;
     pthread_mutex_lock(&t->lock);
+    if (s.core != HOST_LANE && (s.name = intern_get(&t->names, s.name)) == NULL) {
+        rc = HG_ENOMEM;
+        goto out;
+    }
     if (t->nspans == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 1024;
         trace_span *grown = realloc(t->spans, cap * sizeof *grown);
@@ -105,6 +119,11 @@ size_t hg_trace_num_host_spans(const hg_trace *t)
 size_t hg_trace_num_task_spans(const hg_trace *t)
 {
     return t ? t->ntask : 0;
+}
+
+size_t trace_num_names(const hg_trace *t)
+{
+    return t ? intern_count(&t->names) : 0;
 }
 
 static void write_lane_names(FILE *f, const hg_trace *t)

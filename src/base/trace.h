@@ -13,8 +13,12 @@
 /* A host stage span: `name` must be a static string ("bind", ...). */
 int trace_host_span(hg_trace *t, const char *name, uint32_t run, uint64_t start_ns,
                     uint64_t end_ns);
-/* A task span on device core `core`; `kernel` must outlive the trace. */
+/* A task span on device core `core`.  The trace keeps its own copy of
+ * `kernel` (interned: one per distinct name), so it need live only for the
+ * call.  HG_ENOMEM (the span is not recorded) if host memory ran out. */
 int trace_task_span(hg_trace *t, uint32_t core, const char *kernel, uint32_t run, uint32_t task,
                     uint64_t start_ns, uint64_t end_ns);
+/* Distinct task span names the trace holds: for tests. */
+size_t trace_num_names(const hg_trace *t);
 
 #endif

@@ -11,12 +11,19 @@
  *   - malloc/free/copy/translate/find_alloc are safe to call from any thread,
  *     translate and find_alloc concurrently with each other;
  *   - a failed call changes nothing (no memory, no table entry);
+ *   - malloc only reserves a range (in its table, under its lock); prepare
+ *     readies the new range's memory (poison, sanitizer state) holding no
+ *     lock at all, so one large allocation stalls no copy or allocation;
+ *   - every lock a backend takes on a copy or allocation path goes through
+ *     the device_* lock calls below, which count the locks each thread
+ *     holds (device_locks_held: what the test of the rule above checks);
  *   - close frees everything, live allocations included.
  * Backends never touch counters or faults: device.c counts only successes.
  */
 #ifndef HG_DEVICE_BACKEND_H
 #define HG_DEVICE_BACKEND_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -54,8 +61,12 @@ typedef struct device_ops {
     int (*open)(const device_config *cfg, void **state);
     void (*close)(void *state);
     /* bytes > 0 and within capacity (device.c checked); HG_EDEVMEM if the
-     * backend cannot provide it. */
+     * backend cannot provide it.  Reserves the range only: prepare follows. */
     int (*malloc)(void *state, size_t bytes, hg_devaddr *out);
+    /* Readies the range malloc just returned (addr, bytes) for its first
+     * user: on the sim, poisons it (SIM_POISON) and its sanitizer state.
+     * Called with no lock held; the range is the caller's alone. */
+    void (*prepare)(void *state, hg_devaddr addr, size_t bytes);
     /* HG_ENOTFOUND unless addr starts a live allocation; *bytes gets its size. */
     int (*free)(void *state, hg_devaddr addr, size_t *bytes);
     /* HG_ERANGE unless the device range lies inside one live allocation. */
@@ -71,6 +82,18 @@ typedef struct device_ops {
     int (*find_alloc)(void *state, hg_devaddr addr, hg_devaddr *base, size_t *size);
     void (*run_cores)(void *state, device_core_fn fn, void *ctx);
 } device_ops;
+
+/* ------------------------------------------------------------ locks */
+
+/* The locks of device.c and of the backends' copy and allocation paths, taken
+ * through these so that each thread knows how many it holds. */
+void device_mutex_lock(pthread_mutex_t *m);
+void device_mutex_unlock(pthread_mutex_t *m);
+void device_rwlock_rdlock(pthread_rwlock_t *l);
+void device_rwlock_wrlock(pthread_rwlock_t *l);
+void device_rwlock_unlock(pthread_rwlock_t *l);
+/* Device and backend locks the calling thread holds now. */
+unsigned device_locks_held(void);
 
 /* ------------------------------------------------------------ spec.c */
 

@@ -19,9 +19,16 @@
  *     range validation, the runtime's and the user's alike; the k-th fails
  *     once, doing nothing, and the fault disarms itself;
  *   - counters and fault state change only under dev->lock, so several
- *     threads may share a device.
+ *     threads may share a device;
+ *   - an allocation takes the lock twice, briefly: to count its fault and
+ *     reserve its capacity (live_bytes + reserved never exceeds mem=), and
+ *     to count it (or return its reservation) once the backend is done.
+ *     The backend's malloc reserves an address range under its own lock;
+ *     prepare (poisoning, which for 512 MiB takes seconds) runs holding no
+ *     lock, so copies and allocations of other threads go on meanwhile.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,9 +43,53 @@ struct hg_device {
     uint64_t default_mem; /* this host's default capacity */
     pthread_mutex_t lock; /* counters and faults */
     hg_device_counters counters;
-    uint64_t fault_alloc; /* allocations left until the injected failure; 0: off */
-    uint64_t fault_copy;  /* copies left until the injected failure; 0: off */
+    uint64_t reserved;            /* capacity held by allocations in flight */
+    uint64_t fault_alloc;         /* allocations left until the injected failure; 0: off */
+    uint64_t fault_copy;          /* copies left until the injected failure; 0: off */
+    device_alloc_hook alloc_hook; /* tests only */
+    void *alloc_hook_ctx;
+    atomic_uint_least64_t locked_prepare_bytes; /* tests only: must stay 0 */
 };
+
+/* ------------------------------------------------------------------ locks */
+
+/* Locks this thread holds, device.c's and the backends' together. */
+static _Thread_local unsigned device_lock_depth;
+
+void device_mutex_lock(pthread_mutex_t *m)
+{
+    pthread_mutex_lock(m);
+    device_lock_depth++;
+}
+
+void device_mutex_unlock(pthread_mutex_t *m)
+{
+    device_lock_depth--;
+    pthread_mutex_unlock(m);
+}
+
+void device_rwlock_rdlock(pthread_rwlock_t *l)
+{
+    pthread_rwlock_rdlock(l);
+    device_lock_depth++;
+}
+
+void device_rwlock_wrlock(pthread_rwlock_t *l)
+{
+    pthread_rwlock_wrlock(l);
+    device_lock_depth++;
+}
+
+void device_rwlock_unlock(pthread_rwlock_t *l)
+{
+    device_lock_depth--;
+    pthread_rwlock_unlock(l);
+}
+
+unsigned device_locks_held(void)
+{
+    return device_lock_depth;
+}
 
 /* ---------------------------------------------------------- open / close */
 
@@ -73,6 +124,7 @@ int hg_device_open(const char *spec, hg_device **out, char *errbuf, size_t errle
         return rc;
     }
     pthread_mutex_init(&dev->lock, NULL);
+    atomic_init(&dev->locked_prepare_bytes, 0);
     device_spec_normalize(&dev->cfg, ops, dev->default_mem, dev->spec, sizeof dev->spec);
     *out = dev;
     return 0;
@@ -130,9 +182,9 @@ void hg_device_counters_get(const hg_device *dev, hg_device_counters *out)
     }
     /* The lock is not part of the device's observable state. */
     pthread_mutex_t *lock = (pthread_mutex_t *)&dev->lock;
-    pthread_mutex_lock(lock);
+    device_mutex_lock(lock);
     *out = dev->counters;
-    pthread_mutex_unlock(lock);
+    device_mutex_unlock(lock);
 }
 
 /* ------------------------------------------------------ fault injection */
@@ -141,9 +193,9 @@ int hg_device_inject_fault(hg_device *dev, hg_fault kind, uint64_t k)
 {
     if (dev == NULL || (kind != HG_FAULT_ALLOC && kind != HG_FAULT_COPY))
         return HG_EINVAL;
-    pthread_mutex_lock(&dev->lock);
+    device_mutex_lock(&dev->lock);
     *(kind == HG_FAULT_ALLOC ? &dev->fault_alloc : &dev->fault_copy) = k;
-    pthread_mutex_unlock(&dev->lock);
+    device_mutex_unlock(&dev->lock);
     return 0;
 }
 
@@ -176,6 +228,31 @@ static void counters_alloc(hg_device_counters *c, uint64_t span)
         c->peak_bytes = c->live_bytes;
 }
 
+/* Counts the allocation fault and reserves `span` bytes of capacity, under
+ * the lock: HG_EDEVMEM if the fault fires or the capacity is short. */
+static int device_reserve(hg_device *dev, uint64_t span)
+{
+    device_mutex_lock(&dev->lock);
+    int rc = device_fault_fires(&dev->fault_alloc) ? HG_EDEVMEM : 0;
+    if (rc == 0 && span > dev->cfg.mem_bytes - dev->counters.live_bytes - dev->reserved)
+        rc = HG_EDEVMEM;
+    if (rc == 0)
+        dev->reserved += span;
+    device_mutex_unlock(&dev->lock);
+    return rc;
+}
+
+/* Readies a new allocation's memory, holding no lock (device.h's debug
+ * hook and counter watch that). */
+static void device_prepare(hg_device *dev, hg_devaddr addr, size_t bytes)
+{
+    if (dev->alloc_hook != NULL)
+        dev->alloc_hook(dev->alloc_hook_ctx, addr, bytes);
+    if (device_locks_held() != 0)
+        atomic_fetch_add(&dev->locked_prepare_bytes, bytes);
+    dev->ops->prepare(dev->state, addr, bytes);
+}
+
 int device_malloc(hg_device *dev, size_t bytes, hg_devaddr *out, hg_device_counters *tally)
 {
     if (dev == NULL || out == NULL || bytes == 0)
@@ -184,21 +261,22 @@ int device_malloc(hg_device *dev, size_t bytes, hg_devaddr *out, hg_device_count
     uint64_t span;
     if (!device_span(bytes, &span))
         return HG_EDEVMEM;
+    int rc = device_reserve(dev, span);
+    if (rc != 0)
+        return rc;
     hg_devaddr addr = 0;
-    pthread_mutex_lock(&dev->lock);
-    hg_device_counters *c = &dev->counters;
-    int rc = device_fault_fires(&dev->fault_alloc) ? HG_EDEVMEM : 0;
-    if (rc == 0 && span > dev->cfg.mem_bytes - c->live_bytes)
-        rc = HG_EDEVMEM;
+    rc = dev->ops->malloc(dev->state, bytes, &addr);
     if (rc == 0)
-        rc = dev->ops->malloc(dev->state, bytes, &addr);
+        device_prepare(dev, addr, bytes);
+    device_mutex_lock(&dev->lock);
+    dev->reserved -= span; /* counted as live now, or given back */
     if (rc == 0) {
-        counters_alloc(c, span);
+        counters_alloc(&dev->counters, span);
         if (tally != NULL)
             counters_alloc(tally, span);
         *out = addr;
     }
-    pthread_mutex_unlock(&dev->lock);
+    device_mutex_unlock(&dev->lock);
     return rc;
 }
 
@@ -208,7 +286,7 @@ int device_free(hg_device *dev, hg_devaddr addr, hg_device_counters *tally)
         return HG_EINVAL;
     size_t bytes = 0;
     uint64_t span = 0;
-    pthread_mutex_lock(&dev->lock);
+    device_mutex_lock(&dev->lock);
     int rc = dev->ops->free(dev->state, addr, &bytes);
     if (rc == 0) {
         device_span(bytes, &span); /* cannot fail: the allocation had a span */
@@ -219,7 +297,7 @@ int device_free(hg_device *dev, hg_devaddr addr, hg_device_counters *tally)
             tally->live_bytes -= span < tally->live_bytes ? span : tally->live_bytes;
         }
     }
-    pthread_mutex_unlock(&dev->lock);
+    device_mutex_unlock(&dev->lock);
     return rc;
 }
 
@@ -250,14 +328,14 @@ static int device_batch_begin(hg_device *dev, const device_copy *list, size_t n,
             return HG_ERANGE;
     }
     *ok = n;
-    pthread_mutex_lock(&dev->lock);
+    device_mutex_lock(&dev->lock);
     for (size_t i = 0; i < n; i++) {
         if (list[i].bytes != 0 && device_fault_fires(&dev->fault_copy)) {
             *ok = i;
             break;
         }
     }
-    pthread_mutex_unlock(&dev->lock);
+    device_mutex_unlock(&dev->lock);
     return 0;
 }
 
@@ -273,13 +351,13 @@ static void device_batch_count(hg_device *dev, bool to_device, const device_copy
     }
     if (ranges == 0)
         return;
-    pthread_mutex_lock(&dev->lock);
+    device_mutex_lock(&dev->lock);
     for (hg_device_counters *c = &dev->counters; c != NULL; c = c == tally ? NULL : tally) {
         *(to_device ? &c->h2d_bytes : &c->d2h_bytes) += bytes;
         *(to_device ? &c->h2d_copies : &c->d2h_copies) += ranges;
         (*(to_device ? &c->h2d_batches : &c->d2h_batches))++;
     }
-    pthread_mutex_unlock(&dev->lock);
+    device_mutex_unlock(&dev->lock);
 }
 
 /* The synchronous default for a backend without copy_batch: one call per
@@ -369,6 +447,19 @@ int device_find_alloc(hg_device *dev, hg_devaddr addr, hg_devaddr *base, size_t 
     if (dev == NULL || base == NULL || size == NULL)
         return HG_EINVAL;
     return dev->ops->find_alloc(dev->state, addr, base, size);
+}
+
+void device_debug_set_alloc_hook(hg_device *dev, device_alloc_hook fn, void *ctx)
+{
+    if (dev == NULL)
+        return;
+    dev->alloc_hook = fn;
+    dev->alloc_hook_ctx = ctx;
+}
+
+uint64_t device_debug_locked_prepare_bytes(const hg_device *dev)
+{
+    return dev ? atomic_load(&dev->locked_prepare_bytes) : 0;
 }
 
 void device_run_cores(hg_device *dev, device_core_fn fn, void *ctx)

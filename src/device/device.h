@@ -63,6 +63,17 @@ void *device_translate(hg_device *dev, hg_devaddr addr, size_t bytes);
 /* The live allocation containing addr: its base and size.  HG_ENOTFOUND. */
 int device_find_alloc(hg_device *dev, hg_devaddr addr, hg_devaddr *base, size_t *size);
 
+/* Debug hook for tests: called on the allocating thread for every
+ * allocation, once its range is reserved and before its memory is prepared
+ * (poisoned), with the address and size.  Set it (NULL removes it) while no
+ * other thread uses the device. */
+typedef void (*device_alloc_hook)(void *ctx, hg_devaddr addr, size_t bytes);
+void device_debug_set_alloc_hook(hg_device *dev, device_alloc_hook fn, void *ctx);
+/* Bytes of new allocations the device prepared (poisoned) while the
+ * preparing thread held a device or backend lock: 0 unless a change broke
+ * the rule that an allocation's poisoning stalls no other thread. */
+uint64_t device_debug_locked_prepare_bytes(const hg_device *dev);
+
 /* Runs fn(ctx, core, type) once on every core thread and returns when all
  * have returned.  Safe to call from several threads: callers take turns (one
  * graph on the cores at a time).  Not reentrant from a core thread. */

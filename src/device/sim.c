@@ -16,7 +16,8 @@
  * of every allocation.  Ranges are reused first-fit, so a freed address comes
  * back: freshness above must never be inferred from an address.  New ranges
  * are poisoned (SIM_POISON) so a kernel that reads bytes nobody wrote sees
- * garbage, not zeros or another allocation's old data.
+ * garbage, not zeros or another allocation's old data: by sim_prepare,
+ * outside every lock, since that takes seconds for half a GiB.
  *
  * Sanitizers.  Under AddressSanitizer every allocation gets a redzone of
  * HG_DEVICE_ALIGN bytes after it, and freed ranges and redzones are poisoned
@@ -28,7 +29,8 @@
  *   - entries are sorted by addr; their spans [addr, addr+span) are disjoint,
  *     HG_DEVICE_ALIGN-aligned and inside the arena;
  *   - it is read (translate, copies) under the read lock from any thread,
- *     core threads included, and changed only under the write lock;
+ *     core threads included, and changed only under the write lock (taken
+ *     through device.c's counting lock calls);
  *   - a copy holds the read lock for its memcpy, so a concurrent free waits.
  * Cost: lookup is a binary search, O(log n) in live allocations; allocate and
  * free are O(n) (first-fit scan and the sorted insert), fine for the hundreds
@@ -149,10 +151,10 @@ static const sim_alloc *sim_lookup(const sim *s, hg_devaddr a, size_t bytes)
 static void *sim_translate(void *state, hg_devaddr addr, size_t bytes)
 {
     sim *s = state;
-    pthread_rwlock_rdlock(&s->table_lock);
+    device_rwlock_rdlock(&s->table_lock);
     const sim_alloc *e = sim_lookup(s, addr, bytes);
     void *p = e ? sim_host(s, addr) : NULL;
-    pthread_rwlock_unlock(&s->table_lock);
+    device_rwlock_unlock(&s->table_lock);
     return p;
 }
 
@@ -160,14 +162,14 @@ static int sim_find_alloc(void *state, hg_devaddr addr, hg_devaddr *base, size_t
 {
     sim *s = state;
     int rc = HG_ENOTFOUND;
-    pthread_rwlock_rdlock(&s->table_lock);
+    device_rwlock_rdlock(&s->table_lock);
     long i = sim_find_index(s, addr);
     if (i >= 0 && addr - s->allocs[i].addr < s->allocs[i].size) {
         *base = s->allocs[i].addr;
         *size = s->allocs[i].size;
         rc = 0;
     }
-    pthread_rwlock_unlock(&s->table_lock);
+    device_rwlock_unlock(&s->table_lock);
     return rc;
 }
 
@@ -207,17 +209,25 @@ static bool sim_table_reserve(sim *s)
     return true;
 }
 
+/* The arena bytes an allocation of `bytes` takes: rounded up, plus the
+ * redzone.  bytes <= arena_bytes, so it cannot overflow. */
+static uint64_t sim_span(size_t bytes)
+{
+    return (((uint64_t)bytes + HG_DEVICE_ALIGN - 1) & ~(uint64_t)(HG_DEVICE_ALIGN - 1)) +
+           SIM_REDZONE;
+}
+
+/* Reserves the range under the write lock; sim_prepare poisons it. */
 static int sim_malloc(void *state, size_t bytes, hg_devaddr *out)
 {
     sim *s = state;
     if (bytes > s->arena_bytes)
         return HG_EDEVMEM;
-    uint64_t span =
-        (((uint64_t)bytes + HG_DEVICE_ALIGN - 1) & ~(uint64_t)(HG_DEVICE_ALIGN - 1)) + SIM_REDZONE;
+    const uint64_t span = sim_span(bytes);
     int rc = HG_EDEVMEM;
     hg_devaddr addr;
     size_t at;
-    pthread_rwlock_wrlock(&s->table_lock);
+    device_rwlock_wrlock(&s->table_lock);
     if (sim_table_reserve(s) && sim_first_fit(s, span, &addr, &at)) {
         memmove(&s->allocs[at + 1], &s->allocs[at], (s->nallocs - at) * sizeof *s->allocs);
         s->allocs[at] = (sim_alloc){.addr = addr, .size = bytes, .span = span};
@@ -227,22 +237,26 @@ static int sim_malloc(void *state, size_t bytes, hg_devaddr *out)
         *out = addr;
         rc = 0;
     }
-    pthread_rwlock_unlock(&s->table_lock);
-    if (rc == 0) {
-        /* The range is ours alone until *out is returned: no lock needed. */
-        unsigned char *p = sim_host(s, addr);
-        sim_unpoison(p, bytes);
-        sim_poison(p + bytes, span - bytes);
-        memset(p, SIM_POISON, bytes);
-    }
+    device_rwlock_unlock(&s->table_lock);
     return rc;
+}
+
+/* The range is the caller's alone until its allocation is returned: no lock
+ * is needed, and none is held (device.c calls this outside its own). */
+static void sim_prepare(void *state, hg_devaddr addr, size_t bytes)
+{
+    sim *s = state;
+    unsigned char *p = sim_host(s, addr);
+    sim_unpoison(p, bytes);
+    sim_poison(p + bytes, sim_span(bytes) - bytes);
+    memset(p, SIM_POISON, bytes);
 }
 
 static int sim_free(void *state, hg_devaddr addr, size_t *bytes)
 {
     sim *s = state;
     int rc = HG_ENOTFOUND;
-    pthread_rwlock_wrlock(&s->table_lock);
+    device_rwlock_wrlock(&s->table_lock);
     long i = sim_find_index(s, addr);
     if (i >= 0 && s->allocs[i].addr == addr) {
         *bytes = s->allocs[i].size;
@@ -252,7 +266,7 @@ static int sim_free(void *state, hg_devaddr addr, size_t *bytes)
         s->nallocs--;
         rc = 0;
     }
-    pthread_rwlock_unlock(&s->table_lock);
+    device_rwlock_unlock(&s->table_lock);
     return rc;
 }
 
@@ -261,12 +275,12 @@ static int sim_fill(void *state, hg_devaddr addr, int value, size_t bytes)
 {
     sim *s = state;
     int rc = HG_ERANGE;
-    pthread_rwlock_rdlock(&s->table_lock);
+    device_rwlock_rdlock(&s->table_lock);
     if (sim_lookup(s, addr, bytes) != NULL) {
         memset(sim_host(s, addr), value, bytes);
         rc = 0;
     }
-    pthread_rwlock_unlock(&s->table_lock);
+    device_rwlock_unlock(&s->table_lock);
     return rc;
 }
 
@@ -292,7 +306,7 @@ static int sim_copy(sim *s, hg_devaddr addr, size_t bytes, const void *from_host
 {
     uint64_t start = clock_now_ns();
     int rc = HG_ERANGE;
-    pthread_rwlock_rdlock(&s->table_lock);
+    device_rwlock_rdlock(&s->table_lock);
     if (sim_lookup(s, addr, bytes) != NULL) {
         unsigned char *dev = sim_host(s, addr);
         if (from_host != NULL)
@@ -301,7 +315,7 @@ static int sim_copy(sim *s, hg_devaddr addr, size_t bytes, const void *from_host
             memcpy(to_host, dev, bytes);
         rc = 0;
     }
-    pthread_rwlock_unlock(&s->table_lock);
+    device_rwlock_unlock(&s->table_lock);
     if (rc == 0)
         sim_link_wait(s, start, bytes);
     return rc;
@@ -325,7 +339,7 @@ static int sim_copy_batch(void *state, bool to_device, const device_copy *list, 
     sim *s = state;
     uint64_t start = clock_now_ns(), total = 0;
     int rc = 0;
-    pthread_rwlock_rdlock(&s->table_lock);
+    device_rwlock_rdlock(&s->table_lock);
     for (size_t i = 0; i < n && rc == 0; i++) {
         if (list[i].bytes == 0)
             continue;
@@ -340,7 +354,7 @@ static int sim_copy_batch(void *state, bool to_device, const device_copy *list, 
             memcpy(list[i].host, dev, list[i].bytes);
         total += list[i].bytes;
     }
-    pthread_rwlock_unlock(&s->table_lock);
+    device_rwlock_unlock(&s->table_lock);
     sim_link_wait(s, start, total);
     return rc;
 }
@@ -489,6 +503,7 @@ const device_ops device_sim_ops = {
     .open = sim_open,
     .close = sim_close,
     .malloc = sim_malloc,
+    .prepare = sim_prepare,
     .free = sim_free,
     .copy_to = sim_copy_to,
     .copy_from = sim_copy_from,

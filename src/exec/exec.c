@@ -76,15 +76,9 @@ typedef struct exec_core {
     hg_err err;
 } exec_core;
 
-/* A kernel's name for messages and traces: a NULL name is allowed. */
-static const char *kernel_label(const hg_kernel *k)
-{
-    return k->name != NULL ? k->name : "(unnamed)";
-}
-
 static hg_core_type exec_task_type(const exec_state *s, uint32_t t)
 {
-    return s->g->tasks[t].kernel->core;
+    return s->g->tasks[t].core;
 }
 
 static void exec_push(exec_state *s, uint32_t t)
@@ -237,8 +231,7 @@ static int exec_translate(exec_state *s, exec_core *c, uint32_t t, const graph_t
             return err_set(&c->err, HG_ERANGE,
                            "task %u (kernel '%s'): arg %u [0x%llx, 0x%llx) is not in live "
                            "device memory",
-                           t, kernel_label(task->kernel), i, (unsigned long long)a->lo,
-                           (unsigned long long)a->hi);
+                           t, task->name, i, (unsigned long long)a->lo, (unsigned long long)a->hi);
         v->data = base + (a->addr - a->lo);
     }
     return 0;
@@ -249,7 +242,6 @@ static int exec_translate(exec_state *s, exec_core *c, uint32_t t, const graph_t
 static int exec_task(exec_state *s, exec_core *c, uint32_t t)
 {
     const graph_task *task = &s->g->tasks[t];
-    const hg_kernel *k = task->kernel;
     int rc = exec_translate(s, c, t, task);
     if (rc != 0)
         return rc;
@@ -259,17 +251,17 @@ static int exec_task(exec_state *s, exec_core *c, uint32_t t)
         .scalars = graph_task_scalars(s->g, task),
         .nscalars = task->nscalars,
         .core = c->core,
-        .core_type = k->core,
+        .core_type = task->core,
     };
     uint64_t start = s->trace ? clock_now_ns() : 0;
-    int krc = k->fn(&kc);
+    int krc = task->fn(&kc);
     if (s->trace) {
         /* A span the trace cannot store is lost; the run's result stands. */
-        (void)trace_task_span(s->trace, c->core, kernel_label(k), s->run, t, start, clock_now_ns());
+        (void)trace_task_span(s->trace, c->core, task->name, s->run, t, start, clock_now_ns());
     }
     if (krc != 0)
         return err_set(&c->err, HG_EKERNEL, "task %u (kernel '%s') failed with code %d", t,
-                       kernel_label(k), krc);
+                       task->name, krc);
     return 0;
 }
 
@@ -300,20 +292,19 @@ static int exec_check(hg_device *dev, const graph *g, hg_err *e)
     static const char *const type_name[2] = {"cube", "vector"};
     for (uint32_t t = 0; t < g->ntasks; t++) {
         const graph_task *task = &g->tasks[t];
-        const hg_kernel *k = task->kernel;
-        if (k == NULL || k->fn == NULL)
+        if (task->fn == NULL)
             return err_set(e, HG_EINVAL, "task %u has no kernel function", t);
-        if (k->core != HG_CORE_CUBE && k->core != HG_CORE_VECTOR)
+        if (task->core != HG_CORE_CUBE && task->core != HG_CORE_VECTOR)
             return err_set(e, HG_EINVAL,
                            "task %u (kernel '%s'): core type %d is not cube or vector", t,
-                           kernel_label(k), (int)k->core);
+                           task->name, (int)task->core);
         if (task->nargs > HG_MAX_TASK_ARGS)
             return err_set(e, HG_ELIMIT, "task %u (kernel '%s'): %u args, at most %d", t,
-                           kernel_label(k), task->nargs, HG_MAX_TASK_ARGS);
-        if (!has[k->core])
+                           task->name, task->nargs, HG_MAX_TASK_ARGS);
+        if (!has[task->core])
             return err_set(e, HG_EUNSUPPORTED,
                            "task %u (kernel '%s') needs a %s core; device '%s' has none", t,
-                           kernel_label(k), type_name[k->core], hg_device_spec(dev));
+                           task->name, type_name[task->core], hg_device_spec(dev));
     }
     return 0;
 }

@@ -80,6 +80,7 @@ void graph_reset(graph *g)
 void graph_free(graph *g)
 {
     graph_map_free(g);
+    intern_free(&g->names);
     free(g->tasks);
     free(g->targs);
     free(g->scalars);
@@ -142,12 +143,14 @@ static int reserve_task(graph *g, uint32_t nargs, uint32_t nscalars)
 
 /* Records the task and its edges from `preds`; every array was reserved, so
  * this cannot fail. */
-static void record_task(graph *g, const hg_kernel *kernel, const graph_targ *args, uint32_t nargs,
-                        const uint64_t *scalars, uint32_t nscalars, const uint32_t *preds,
-                        uint32_t npreds)
+static void record_task(graph *g, const hg_kernel *kernel, const char *name, const graph_targ *args,
+                        uint32_t nargs, const uint64_t *scalars, uint32_t nscalars,
+                        const uint32_t *preds, uint32_t npreds)
 {
     const uint32_t id = g->ntasks++;
-    g->tasks[id] = (graph_task){.kernel = kernel,
+    g->tasks[id] = (graph_task){.fn = kernel->fn,
+                                .core = kernel->core,
+                                .name = name,
                                 .args_first = g->ntargs,
                                 .nargs = nargs,
                                 .scalars_first = g->nscalars,
@@ -178,6 +181,9 @@ int graph_add_task(graph *g, const hg_kernel *kernel, const graph_targ *args, ui
     if (rc != 0)
         return rc;
     const uint32_t id = g->ntasks;
+    const char *name = kernel->name ? intern_get(&g->names, kernel->name) : "(unnamed)";
+    if (name == NULL)
+        return err_set(e, HG_ENOMEM, "task %u: cannot copy kernel name '%s'", id, kernel->name);
     const uint32_t *preds = NULL;
     uint32_t npreds = 0;
     const bool mapped = nargs > 0 || ndeps > 0; /* else: no edge, no access to record */
@@ -191,7 +197,7 @@ int graph_add_task(graph *g, const hg_kernel *kernel, const graph_targ *args, ui
     rc = mapped ? graph_map_update(g, args, nargs, id) : 0;
     if (rc != 0)
         return err_set(e, rc, "task %u: cannot grow the tensor map: %s", id, hg_strerror(rc));
-    record_task(g, kernel, args, nargs, scalars, nscalars, preds, npreds);
+    record_task(g, kernel, name, args, nargs, scalars, nscalars, preds, npreds);
     if (out)
         *out = id;
     return 0;

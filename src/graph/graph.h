@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "base/intern.h"
 #include "hostgraph.h"
 
 /* One resolved task arg. */
@@ -47,8 +48,12 @@ static inline graph_targ graph_targ_bytes(hg_devaddr lo, hg_devaddr hi, bool rea
     return a;
 }
 
+/* A task keeps what it needs of its kernel record, copied at submit: the
+ * record and its name need not outlive graph_add_task. */
 typedef struct graph_task {
-    const hg_kernel *kernel;          /* must outlive the run (usually static) */
+    hg_kernel_fn fn;
+    hg_core_type core;
+    const char *name;                 /* interned in graph.names; "(unnamed)" for NULL */
     uint32_t args_first, nargs;       /* into graph.targs */
     uint32_t scalars_first, nscalars; /* into graph.scalars */
     uint32_t npreds;                  /* distinct predecessors */
@@ -71,6 +76,10 @@ typedef struct graph {
     graph_region *regions;
     uint32_t nregions, cap_regions;
     void *scratch; /* tensor_map.c's private state */
+    /* Kernel names, one copy per distinct name, kept across graph_reset:
+     * O(distinct names) memory, and a submit of a name already held
+     * allocates nothing. */
+    intern_table names;
 } graph;
 
 void graph_init(graph *g);
@@ -79,7 +88,9 @@ void graph_reset(graph *g);
 void graph_free(graph *g);
 
 /* Adds a task, infers its dependencies, adds `deps` (explicit, each must be an
- * earlier task id: HG_EINVAL otherwise) and returns its id in *out.
+ * earlier task id: HG_EINVAL otherwise) and returns its id in *out.  Copies
+ * the kernel's function, core type and (interned) name: `kernel` may die
+ * when this returns.
  * HG_ELIMIT past HG_MAX_TASK_ARGS / HG_MAX_TASK_SCALARS / HG_MAX_TASK_DEPS. */
 int graph_add_task(graph *g, const hg_kernel *kernel, const graph_targ *args, uint32_t nargs,
                    const uint64_t *scalars, uint32_t nscalars, const hg_task_id *deps,
