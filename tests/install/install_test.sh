@@ -111,8 +111,8 @@ assert pkg.startswith(prefix), pkg
 a = np.arange(10, dtype=np.float32)
 c = np.zeros(10, np.float32)
 with hg.SceneCase("vector_add", {"n": 10, "tile": 4}) as case, hg.Device("sim") as dev, hg.Runner(dev) as r:
-    args = [hg.Arg("a", hg.IN, hg.HostBuffer.wrap(a).tensor(), resident=True),
-            hg.Arg("b", hg.IN, hg.HostBuffer.wrap(a).tensor()),
+    ab = hg.HostBuffer.wrap(a)  # memory is wrapped once; b is another view of it
+    args = [hg.Arg("a", hg.IN, ab.tensor(), resident=True), hg.Arg("b", hg.IN, ab.tensor()),
             hg.Arg("c", hg.OUT, hg.HostBuffer.wrap(c).tensor()), hg.scalar("tile", 4)]
     r.run(case.callable, args)
 assert (c == 2 * a).all(), c
