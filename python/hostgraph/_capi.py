@@ -167,6 +167,7 @@ _CORE_PROTOTYPES = {
     "hg_hostbuf_write": (c_int, [_P, c_size_t, _P, c_size_t]),
     "hg_hostbuf_mark_written": (c_int, [_P, c_size_t, c_size_t]),
     "hg_hostbuf_last_write": (None, [_P, POINTER(c_size_t), POINTER(c_size_t)]),
+    "hg_last_errmsg": (c_char_p, []),
     "hg_device_open": (c_int, [c_char_p, POINTER(_P), c_char_p, c_size_t]),
     "hg_device_close": (None, [_P]),
     "hg_device_spec": (c_char_p, [_P]),
