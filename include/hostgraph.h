@@ -101,13 +101,33 @@ void hg_dtype_store(hg_dtype dtype, void *base, size_t i, double v);
  */
 typedef struct hg_hostbuf hg_hostbuf;
 
-/* Allocates a zeroed host buffer of `bytes` bytes (0 is allowed). */
+/*
+ * Two live host buffers never overlap: registering memory [data, data+bytes)
+ * that shares a byte with a live buffer's fails with HG_EINVAL, since the
+ * same bytes under two ids would let a write declared through one leave the
+ * other's resident copy "fresh".  Wrap memory once and take views of that
+ * buffer (hg_tensor_host, hg_tensor_slice).  A zero-byte buffer overlaps
+ * nothing; a destroyed buffer's memory may be registered again.  Checking
+ * costs O(log n) in live buffers.  These two calls have no runner to carry a
+ * message: on failure hg_last_errmsg() says why (on overlap, naming the live
+ * buffer's id and address range and the new range), and on success it is "".
+ */
+/* Allocates a zeroed host buffer of `bytes` bytes (0 is allowed).  HG_EINVAL
+ * (out NULL, or the new memory overlaps a live buffer: one that wrapped
+ * memory that was freed while it lived); HG_ENOMEM. */
 int hg_hostbuf_create(size_t bytes, hg_hostbuf **out);
 /* Registers user memory; hg_hostbuf_destroy will not free `data`.
- * `data` may be NULL only when `bytes` is 0. */
+ * `data` may be NULL only when `bytes` is 0.  HG_EINVAL (out NULL, data NULL
+ * with bytes, or the memory overlaps a live buffer); HG_ENOMEM. */
 int hg_hostbuf_wrap(void *data, size_t bytes, hg_hostbuf **out);
-/* Forgets the buffer (frees its memory if it was created). NULL is a no-op. */
+/* Forgets the buffer (frees its memory if it was created) and releases its
+ * memory's registration. NULL is a no-op. */
 void hg_hostbuf_destroy(hg_hostbuf *hb);
+/* The calling thread's last error of hg_hostbuf_create or hg_hostbuf_wrap as
+ * one line naming the argument and the value; "" after either succeeded (and
+ * before any call).  Thread-local: another thread's failure never shows here.
+ * Valid until this thread's next such call. */
+const char *hg_last_errmsg(void);
 
 uint64_t hg_hostbuf_id(const hg_hostbuf *hb);
 uint64_t hg_hostbuf_generation(const hg_hostbuf *hb);

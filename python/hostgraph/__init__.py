@@ -28,54 +28,30 @@ as Python objects), :class:`SceneCase`; ``python3 -m hostgraph`` is the
 ``hostgraph`` command.
 """
 
-from .buffers import HostBuffer, Tensor
-from .dtypes import CODES as DTYPES
-from .errors import (
-    CopyError,
-    DeviceMemoryError,
-    Error,
-    FileError,
-    GoldenError,
-    HostMemoryError,
-    InvalidArgument,
-    KernelError,
-    LimitError,
-    NoHostViewError,
-    NotFoundError,
-    RangeError,
-    SceneError,
-    SizeOverflowError,
-    StaleError,
-    UnsupportedError,
-    UsageError,
-)
-from .runtime import (
-    IN,
-    INOUT,
-    OUT,
-    SCALAR,
-    Arg,
-    Callable,
-    Device,
-    DeviceBuffer,
-    Dir,
-    Runner,
-    RunStats,
-    Trace,
-    load_callable,
-    scalar,
-    scalar_bits,
-)
-from .scenes import ParamInfo, SceneCase, SceneInfo, compare_scene, run_scene, scenes
+import sys as _sys
 
 #: The version of the bindings; the C library's is HG_VERSION, the same.
 __version__ = "0.1.0"
 
-__all__ = [
-    "Arg", "Callable", "CopyError", "DTYPES", "Device", "DeviceBuffer", "DeviceMemoryError", "Dir",
-    "Error", "FileError", "GoldenError", "HostBuffer", "HostMemoryError", "IN", "INOUT",
-    "InvalidArgument", "KernelError", "LimitError", "NoHostViewError", "NotFoundError", "OUT",
-    "ParamInfo", "RangeError", "RunStats", "Runner", "SCALAR", "SceneCase", "SceneError",
-    "SceneInfo", "SizeOverflowError", "StaleError", "Tensor", "Trace", "UnsupportedError",
-    "UsageError", "compare_scene", "load_callable", "run_scene", "scalar", "scalar_bits", "scenes",
-]  # fmt: skip
+try:
+    import numpy as _numpy
+except ImportError as _e:
+    # `python -m hostgraph` runs the command and needs no numpy: while -m
+    # locates the module, sys.argv[0] is "-m" (documented by CPython).
+    if _sys.argv[:1] != ["-m"]:
+        raise ImportError(
+            "hostgraph needs numpy, which this Python cannot import: install it (Debian: "
+            "apt-get install python3-numpy; in a virtual environment: pip install numpy, or "
+            "create it with --system-site-packages)", name="numpy") from _e
+    _numpy = None
+
+if _numpy is None:  # only the command (hostgraph.__main__) is usable
+    __all__ = []  # type: ignore[var-annotated]
+
+    def __getattr__(name: str) -> None:
+        if name.startswith("_"):  # submodules (_capi), found by the import system
+            raise AttributeError(name)
+        raise ImportError(f"hostgraph.{name} needs numpy: install it (apt-get install python3-numpy)")
+else:
+    from ._api import *  # noqa: F401,F403
+    from ._api import __all__  # noqa: F401

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
+import sys
+import sysconfig
 from ctypes import (
     POINTER,
     Structure,
@@ -167,6 +170,7 @@ _CORE_PROTOTYPES = {
     "hg_hostbuf_write": (c_int, [_P, c_size_t, _P, c_size_t]),
     "hg_hostbuf_mark_written": (c_int, [_P, c_size_t, c_size_t]),
     "hg_hostbuf_last_write": (None, [_P, POINTER(c_size_t), POINTER(c_size_t)]),
+    "hg_last_errmsg": (c_char_p, []),
     "hg_device_open": (c_int, [c_char_p, POINTER(_P), c_char_p, c_size_t]),
     "hg_device_close": (None, [_P]),
     "hg_device_spec": (c_char_p, [_P]),
@@ -232,36 +236,66 @@ def _package_relative(path: str) -> str:
     return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), path))
 
 
+_CORE = "libhostgraph.so.0"
+
+
+def _prefix_libdirs() -> "list[str]":
+    """This interpreter's prefix's library folders (a virtual environment or
+    prefix that `cmake --install --prefix` also put the libraries in)."""
+    multiarch = sysconfig.get_config_var("MULTIARCH") or ""
+    names = ["lib", "lib64"] + ([os.path.join("lib", multiarch)] if multiarch else [])
+    return [os.path.join(sys.prefix, n) for n in names]
+
+
 def libdir() -> str:
-    """Where the shared libraries are: $HOSTGRAPH_LIBDIR, else _paths.LIBDIR."""
+    """Where the shared libraries are: $HOSTGRAPH_LIBDIR; else _paths.LIBDIR
+    (a build tree, a CMake install, or a pip install that named a build);
+    else this prefix's lib folders; else "" (the dynamic loader's search
+    path: /usr/lib, ld.so.cache, LD_LIBRARY_PATH)."""
     env = os.environ.get("HOSTGRAPH_LIBDIR")
     if env:
         return env
     try:
         from . import _paths
-    except ImportError as e:  # the source tree: no _paths.py until CMake writes one
-        raise ImportError(
-            "hostgraph: no _paths.py: import the package from a build tree "
-            "(PYTHONPATH=build/python) or an installed prefix, or set HOSTGRAPH_LIBDIR"
-        ) from e
+    except ImportError:  # a pip install that named no build, or the source tree
+        for d in _prefix_libdirs():
+            if os.path.exists(os.path.join(d, _CORE)):
+                return d
+        return ""
     return _package_relative(_paths.LIBDIR)
 
 
 def bindir() -> str:
-    """Where the `hostgraph` command is: $HOSTGRAPH_BINDIR, else _paths.BINDIR."""
+    """Where the `hostgraph` command is: $HOSTGRAPH_BINDIR, else _paths.BINDIR,
+    else this prefix's bin, else the folder of the first `hostgraph` on PATH."""
     env = os.environ.get("HOSTGRAPH_BINDIR")
     if env:
         return env
-    from . import _paths
-
+    try:
+        from . import _paths
+    except ImportError:
+        if os.access(os.path.join(sys.prefix, "bin", "hostgraph"), os.X_OK):
+            return os.path.join(sys.prefix, "bin")
+        found = shutil.which("hostgraph")
+        return os.path.dirname(found) if found else os.path.join(sys.prefix, "bin")
     return _package_relative(_paths.BINDIR)
 
 
 def _load(name: str, prototypes: dict) -> ctypes.CDLL:
-    path = os.path.join(libdir(), name)
+    where = libdir()
+    path = os.path.join(where, name) if where else name
     # RTLD_GLOBAL: a user's shared object that leaves hg_* undefined (instead
     # of linking libhostgraph) still finds them, in this one copy.
-    lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    try:
+        lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    except OSError as e:
+        how = ("HOSTGRAPH_LIBDIR" if os.environ.get("HOSTGRAPH_LIBDIR") else
+               "this package's _paths.py" if where else "the dynamic loader's search path")
+        raise ImportError(
+            f"hostgraph: cannot load {path} (from {how}): {e}. Build hostgraph and import the "
+            "package from <build>/python, install it (cmake --install build --prefix P, the "
+            "same prefix as this Python's), pip install it with HOSTGRAPH_BUILD_DIR=<build>, "
+            "or set HOSTGRAPH_LIBDIR") from None
     for fname, (restype, argtypes) in prototypes.items():
         fn = getattr(lib, fname)
         fn.restype = restype

@@ -25,7 +25,7 @@ from typing import Any, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _capi, dtypes
-from .errors import InvalidArgument, check
+from .errors import HostMemoryError, InvalidArgument, check, error_for
 from ._lifetime import Closing
 
 _lib = _capi.core
@@ -35,52 +35,73 @@ class HostBuffer(Closing):
     """Host memory registered with hostgraph.
 
     Make one with ``HostBuffer(nbytes)`` (zeroed memory the buffer owns) or
-    :meth:`HostBuffer.wrap` (a numpy array, without a copy).  Close it with
-    :meth:`close` or a ``with`` block; a closed buffer cannot be used in a run.
+    :meth:`HostBuffer.wrap` (an array or any buffer, without a copy).  Close it
+    with :meth:`close` or a ``with`` block; a closed buffer cannot be used in a
+    run.  Arrays handed out (:attr:`array`, :meth:`numpy`, Tensor.numpy) keep
+    the memory they view alive, also after the buffer is closed.
+
+    Two live buffers never share a byte: wrapping memory that a live buffer
+    already holds raises InvalidArgument; take a view of that buffer instead.
     """
 
     def __init__(self, nbytes: int) -> None:
         """Allocates `nbytes` zeroed bytes (0 is allowed), owned by the buffer."""
-        ptr = ctypes.c_void_p()
-        check(_lib.hg_hostbuf_create(_size(nbytes, "nbytes"), ctypes.byref(ptr)), "hg_hostbuf_create")
-        self._ptr: Optional[int] = ptr.value
-        self._array: Optional[np.ndarray] = None
-        self._owner: Optional["weakref.ref[Any]"] = None  # owner of borrowed memory
-        self._owned = True
+        n = _size(nbytes, "nbytes")
+        try:
+            # numpy owns the memory, so every array handed out keeps it alive
+            # (numpy's reference counting), whatever happens to the buffer.
+            memory = np.zeros(n, np.uint8)
+        except MemoryError:
+            raise HostMemoryError(f"HostBuffer: cannot allocate nbytes = {n}") from None
+        self._register(memory, "HostBuffer(nbytes)")
+        self._created = True
 
     @classmethod
-    def wrap(cls, array: np.ndarray) -> "HostBuffer":
-        """Registers a C-contiguous, writeable numpy array without a copy.
+    def wrap(cls, array: Any) -> "HostBuffer":
+        """Registers memory without a copy: a C-contiguous numpy array, or any
+        object with the buffer protocol (bytearray, memoryview, array.array,
+        mmap, ...) or ``__array_interface__``.
 
-        The buffer's data pointer is the array's.  The buffer keeps a reference
-        to the array, so the array outlives it.  After writing the array in
-        place, call :meth:`mark_written` for the bytes written: see the module
-        docs.
+        The buffer's data pointer is the memory's, and the buffer keeps the
+        object alive.  Read-only memory (``np.load(..., mmap_mode="r")``, bytes)
+        can be wrapped: use it as IN only (an OUT or INOUT arg over it is
+        refused).  After writing the memory in place, call :meth:`mark_written`
+        for the bytes written: see the module docs.  Raises InvalidArgument if
+        a live buffer already holds any of this memory (view that buffer
+        instead: ``buf.tensor()[lo:hi]``).
         """
-        if not isinstance(array, np.ndarray):
-            raise TypeError(f"HostBuffer.wrap wants a numpy.ndarray, not {type(array).__name__}")
-        if not array.flags.c_contiguous:
-            raise InvalidArgument("HostBuffer.wrap: the array is not C-contiguous (use np.ascontiguousarray)")
-        if not array.flags.writeable:
-            raise InvalidArgument("HostBuffer.wrap: the array is read-only (OUT args are written in place)")
+        arr = _as_array(array)
         self = cls.__new__(cls)
-        ptr = ctypes.c_void_p()
-        data = array.ctypes.data if array.nbytes > 0 else None
-        check(_lib.hg_hostbuf_wrap(data, array.nbytes, ctypes.byref(ptr)), "hg_hostbuf_wrap")
-        self._ptr = ptr.value
-        self._array = array
-        self._owner = None
-        self._owned = True
+        self._register(arr, "HostBuffer.wrap(array)")
+        self._created = False
         return self
+
+    def _register(self, arr: np.ndarray, call: str) -> None:
+        ptr = ctypes.c_void_p()
+        data = arr.ctypes.data if arr.nbytes > 0 else None
+        rc = _lib.hg_hostbuf_wrap(data, arr.nbytes, ctypes.byref(ptr))
+        if rc != 0:
+            msg = _lib.hg_last_errmsg().decode(errors="replace")
+            if rc == _capi.HG_EINVAL and "overlaps" in msg:
+                msg += ("; in Python: take a tensor view of the HostBuffer that already wraps "
+                        "this memory (buf.tensor()[lo:hi], hg.Tensor(buf, dtype, shape)) "
+                        "instead of wrapping it again")
+            raise error_for(rc, f"{call}: {msg}" if msg else call)
+        self._ptr: Optional[int] = ptr.value
+        self._array: Optional[np.ndarray] = arr
+        self._owner: Optional["weakref.ref[Any]"] = None  # a scene case, for borrowed memory
+        self._owned = True
 
     @classmethod
     def _borrow(cls, ptr: int, owner: Any) -> "HostBuffer":
-        """A buffer another object (a scene case) owns; closing it does nothing."""
+        """A buffer a scene case owns; closing it does nothing.  Arrays over
+        it hold owner._memory, which frees the case when the last goes."""
         self = cls.__new__(cls)
         self._ptr = ptr
         self._array = None
         self._owner = weakref.ref(owner)
         self._owned = False
+        self._created = True
         return self
 
     # -------------------------------------------------------------- queries
@@ -119,6 +140,11 @@ class HostBuffer(Closing):
         return int(_lib.hg_hostbuf_data(self._handle()) or 0)
 
     @property
+    def readonly(self) -> bool:
+        """True when the wrapped memory is read-only: usable as IN args only."""
+        return self._array is not None and not self._array.flags.writeable
+
+    @property
     def last_write(self) -> Tuple[int, int]:
         """The byte range [lo, hi) of the most recent write."""
         lo, hi = ctypes.c_size_t(), ctypes.c_size_t()
@@ -127,27 +153,37 @@ class HostBuffer(Closing):
 
     @property
     def array(self) -> np.ndarray:
-        """The wrapped array, or (for a buffer made with HostBuffer(n)) its bytes as uint8."""
+        """The wrapped array (for a buffer-protocol object, a numpy array over
+        it), or for a buffer made with HostBuffer(n) its bytes as uint8."""
         if self._array is not None:
             return self._array
         return self.numpy(np.uint8)
 
     def numpy(self, dtype: dtypes.DTypeLike = np.uint8, shape: Optional[Sequence[int]] = None) -> np.ndarray:
-        """The buffer's bytes as a numpy array (no copy), valid while the buffer is open.
+        """The buffer's bytes as a numpy array (no copy).
 
-        Writing through it is writing in place: follow with :meth:`mark_written`.
+        The array keeps the memory it views alive, also after the buffer (or
+        the scene case that owns it) is closed.  Writing through it is writing
+        in place: follow with :meth:`mark_written`.
         """
         nbytes = self.nbytes
-        ptr = self.data_ptr
-        if nbytes == 0 or ptr == 0:
+        if self._array is not None:
+            raw = self._array.reshape(-1).view(np.uint8)
+        elif nbytes == 0:
             raw = np.empty(0, np.uint8)
         else:
-            mem = (ctypes.c_uint8 * nbytes).from_address(ptr)
-            mem._hostgraph_buffer = self  # type: ignore[attr-defined]  # keeps the buffer alive
-            raw = np.frombuffer(mem, np.uint8)
+            raw = _foreign_bytes(self.data_ptr, nbytes, self._keeper())
         npdt = dtypes.numpy_of(dtype) if isinstance(dtype, str) else np.dtype(dtype)
         out = raw[: (nbytes // npdt.itemsize) * npdt.itemsize].view(npdt)
         return out.reshape(tuple(shape)) if shape is not None else out
+
+    def _keeper(self) -> Any:
+        """What keeps borrowed memory alive: the owner's memory object."""
+        owner = self._owner() if self._owner is not None else None
+        keeper = getattr(owner, "_memory", None)
+        if keeper is None:
+            raise InvalidArgument("host buffer is closed")
+        return keeper
 
     # --------------------------------------------------------------- writes
 
@@ -156,6 +192,8 @@ class HostBuffer(Closing):
 
         Raises RangeError if it does not fit.
         """
+        if self.readonly:
+            raise InvalidArgument("write: the buffer wraps read-only memory (wrap a writable copy)")
         if not isinstance(data, np.ndarray):
             data = np.frombuffer(data, np.uint8)
         src = np.ascontiguousarray(data)
@@ -182,12 +220,15 @@ class HostBuffer(Closing):
                shape: Optional[Sequence[int]] = None) -> "Tensor":
         """A dense row-major view from element 0.  For a wrapped array, dtype
         and shape default to the array's."""
+        wrapped = self._array is not None and not self._created
         if dtype is None:
-            if self._array is None:
+            if not wrapped:
                 raise InvalidArgument("tensor: say the dtype (the buffer wraps no array)")
+            assert self._array is not None
             dtype = self._array.dtype
         if shape is None:
-            if self._array is not None:
+            if wrapped:
+                assert self._array is not None
                 shape = self._array.shape if self._array.ndim > 0 else (1,)
             else:
                 shape = (self.nbytes // dtypes.numpy_of(dtype).itemsize,)
@@ -196,16 +237,49 @@ class HostBuffer(Closing):
     # ------------------------------------------------------------- lifetime
 
     def close(self) -> None:
-        """Forgets the buffer (frees its memory unless it wraps an array). Idempotent."""
+        """Forgets the buffer; its memory may be registered again.  Memory the
+        buffer owns is freed when no array handed out views it. Idempotent."""
         ptr, self._ptr = self._ptr, None
         if ptr is not None and self._owned:
             _lib.hg_hostbuf_destroy(ptr)
+            if self._created:
+                self._array = None  # numpy frees it once no view of it is left
 
 
     def __repr__(self) -> str:
         if self.closed:
             return "<HostBuffer closed>"
         return f"<HostBuffer id={self.id} nbytes={self.nbytes} generation={self.generation}>"
+
+
+def _as_array(obj: Any) -> np.ndarray:
+    """A numpy array over obj's memory (no copy), keeping obj alive."""
+    if isinstance(obj, np.ndarray):
+        arr = obj
+    elif hasattr(obj, "__array_interface__") or hasattr(obj, "__array_struct__"):
+        arr = np.asarray(obj)
+    else:
+        try:
+            arr = np.asarray(memoryview(obj))
+        except TypeError:
+            raise TypeError(f"HostBuffer.wrap(array): a {type(obj).__name__} has neither the buffer "
+                            "protocol nor __array_interface__ (wrap a numpy array, bytearray, "
+                            "memoryview, array.array, mmap, ...)") from None
+        except (ValueError, NotImplementedError) as e:
+            raise InvalidArgument(f"HostBuffer.wrap(array): numpy cannot view this "
+                                  f"{type(obj).__name__}: {e}") from None
+    if not arr.flags.c_contiguous:
+        raise InvalidArgument("HostBuffer.wrap(array): the array is not C-contiguous; wrap "
+                              "np.ascontiguousarray(array), a copy, and read results from it")
+    return arr
+
+
+def _foreign_bytes(ptr: int, nbytes: int, keeper: Any) -> np.ndarray:
+    """uint8 array over C memory at ptr that keeps `keeper` alive (the
+    owner of that memory) for as long as any view of it lives."""
+    mem = (ctypes.c_uint8 * nbytes).from_address(ptr)
+    mem._hostgraph_keeper = keeper  # type: ignore[attr-defined]
+    return np.frombuffer(mem, np.uint8)
 
 
 def _size(value: int, what: str) -> int:

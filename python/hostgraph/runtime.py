@@ -71,7 +71,10 @@ class Device(Closing):
         rc = _lib.hg_device_open(spec.encode(), ctypes.byref(ptr), errbuf, len(errbuf))
         check(rc, errbuf.value.decode(errors="replace") or f"cannot open device {spec!r}")
         self._ptr: Optional[int] = ptr.value
-        self._runners: "weakref.WeakSet[Runner]" = weakref.WeakSet()
+        # The runners' handles, not the Runners: a handle outlives the
+        # collector's clearing of weak references, so closing the device
+        # closes its runners first whatever order finalizers run in.
+        self._runners: "set[_RunnerHandle]" = set()
         self._devbufs: "weakref.WeakSet[DeviceBuffer]" = weakref.WeakSet()
 
     def _handle(self) -> int:
@@ -119,8 +122,9 @@ class Device(Closing):
         """Closes the runners still open on this device, then the device. Idempotent."""
         if self._ptr is None:
             return
-        for runner in list(self._runners):
-            runner.close()
+        for handle in list(self._runners):
+            handle.close()
+        self._runners.clear()
         for devbuf in list(self._devbufs):
             devbuf._forget()
         ptr, self._ptr = self._ptr, None
@@ -208,7 +212,9 @@ class Arg:
 
     ``resident=True`` (IN and INOUT host views) keeps the device copy across
     runs, reused without a copy while the host buffer's generation is the one
-    it was published at.  Scalars: :func:`scalar`.
+    it was published at; it is refused on OUT args.  An OUT or INOUT arg over
+    a buffer that wraps read-only memory is refused (InvalidArgument naming
+    the arg).  Scalars: :func:`scalar`.
     """
 
     __slots__ = ("name", "direction", "tensor", "scalar", "resident")
@@ -224,20 +230,34 @@ class Arg:
         else:
             if not isinstance(tensor, Tensor):
                 raise InvalidArgument(f"arg '{name}': a {self.direction.name} arg takes a Tensor")
+            if self.direction != Dir.IN and getattr(tensor.buffer, "readonly", False):
+                raise InvalidArgument(
+                    f"arg '{name}': a {self.direction.name} arg is written in place, but its "
+                    "buffer wraps read-only memory; make the arg IN, or wrap a writable copy "
+                    "(np.array(x))")
             self.scalar = 0
         self.tensor = tensor
-        self.resident = bool(resident)
+        self.resident = _residency(name, self.direction, resident)
 
     def with_residency(self, resident: bool) -> "Arg":
         """A copy with `resident` set."""
         out = Arg.__new__(Arg)
         out.name, out.direction, out.tensor, out.scalar = self.name, self.direction, self.tensor, self.scalar
-        out.resident = bool(resident)
+        out.resident = _residency(self.name, self.direction, resident)
         return out
 
     def __repr__(self) -> str:
         what = f"scalar=0x{self.scalar:x}" if self.direction == Dir.SCALAR else repr(self.tensor)
         return f"<Arg {self.name!r} {self.direction.name}{' resident' if self.resident else ''} {what}>"
+
+
+def _residency(name: str, direction: Dir, resident: bool) -> bool:
+    if resident and direction == Dir.OUT:
+        raise InvalidArgument(
+            f"arg '{name}': resident=True on an OUT arg: residency keeps the device copy of "
+            "what the host sent, and an OUT arg sends nothing; make it INOUT to keep its "
+            "device copy between runs, or drop resident=True")
+    return bool(resident)
 
 
 def scalar(name: str, value: Union[int, float, bool]) -> Arg:
@@ -353,6 +373,7 @@ class Trace(Closing):
         ptr = ctypes.c_void_p()
         check(_lib.hg_trace_create(ctypes.byref(ptr)), "hg_trace_create")
         self._ptr: Optional[int] = ptr.value
+        self._runners: "set[_RunnerHandle]" = set()  # recording into this trace
 
     def write(self, path: Union[str, "os.PathLike[str]"]) -> None:
         """Writes the trace; FileError if it cannot."""
@@ -373,10 +394,20 @@ class Trace(Closing):
             raise InvalidArgument("trace is closed")
         return self._ptr
 
+    @property
+    def closed(self) -> bool:
+        return self._ptr is None
+
     def close(self) -> None:
+        """Detaches the trace from every runner recording into it (waiting for
+        a run in flight), then frees it. Idempotent."""
         ptr, self._ptr = self._ptr, None
-        if ptr is not None:
-            _lib.hg_trace_destroy(ptr)
+        if ptr is None:
+            return
+        for handle in list(self._runners):
+            handle.detach_trace(ptr)
+        self._runners.clear()
+        _lib.hg_trace_destroy(ptr)
 
 
 
@@ -398,23 +429,23 @@ class Runner(Closing):
         ptr = ctypes.c_void_p()
         check(_lib.hg_runner_open(device._handle(), ctypes.byref(ptr)), "hg_runner_open")
         self.device = device
-        self._ptr: Optional[int] = ptr.value
-        self._lock = threading.Lock()
+        self._h = _RunnerHandle(ptr.value)
         self._trace: Optional[Trace] = None
         self._verify = False
-        device._runners.add(self)
+        device._runners.add(self._h)
         self.verify = verify
         if budget:
             self.set_budget(budget)
 
     def _handle(self) -> int:
-        if self._ptr is None:
+        ptr = self._h.ptr
+        if ptr is None:
             raise InvalidArgument("runner is closed")
-        return self._ptr
+        return ptr
 
     @property
     def closed(self) -> bool:
-        return self._ptr is None
+        return self._h.ptr is None
 
     def run(self, callable_: Callable, args: Sequence[Arg]) -> RunStats:
         """One run: bind, orchestrate, execute, copy back, publish, release.
@@ -426,7 +457,7 @@ class Runner(Closing):
             raise TypeError(f"run wants a hostgraph.Callable, not {type(callable_).__name__}")
         carr = _arg_array(args)
         stats = ctypes.create_string_buffer(ctypes.sizeof(_capi.hg_run_stats) + _capi.STRUCT_SLACK)
-        with self._lock:
+        with self._h.lock:
             rc = _lib.hg_runner_run(self._handle(), ctypes.byref(callable_._struct), carr, len(args),
                                     ctypes.addressof(stats))
             if rc != 0:
@@ -457,11 +488,21 @@ class Runner(Closing):
 
     @property
     def trace(self) -> Optional[Trace]:
-        return self._trace
+        """The trace this runner records into (None once that trace is closed)."""
+        t = self._trace
+        return t if t is not None and not t.closed else None
 
     @trace.setter
     def trace(self, t: Optional[Trace]) -> None:
-        _lib.hg_runner_set_trace(self._handle(), t._handle() if t is not None else None)
+        """Records into `t` (None: stop).  A closed trace is refused."""
+        tptr = t._handle() if t is not None else None
+        self._handle()
+        old = self._trace
+        if old is not None:
+            old._runners.discard(self._h)
+        self._h.set_trace(tptr)
+        if t is not None:
+            t._runners.add(self._h)
         self._trace = t
 
     @property
@@ -483,12 +524,45 @@ class Runner(Closing):
 
     def close(self) -> None:
         """Frees the runner's device memory and forgets every residency record. Idempotent."""
-        with self._lock:
-            ptr, self._ptr = self._ptr, None
+        self._h.close()
+        self.device._runners.discard(self._h)
+        if self._trace is not None:
+            self._trace._runners.discard(self._h)
+
+
+
+class _RunnerHandle:
+    """The C runner, shared by its Runner, its Device and the Trace it records
+    into, so that whichever of them closes first (by hand, or by the
+    collector in any order within one cycle) closes it exactly once, before
+    the device, and a closed trace is detached first.  The lock keeps the
+    runner to one thread at a time: a run, a close or a trace change."""
+
+    __slots__ = ("ptr", "lock", "trace_ptr")
+
+    def __init__(self, ptr: int) -> None:
+        self.ptr: Optional[int] = ptr
+        self.lock = threading.Lock()
+        self.trace_ptr: Optional[int] = None
+
+    def close(self) -> None:
+        with self.lock:
+            ptr, self.ptr = self.ptr, None
             if ptr is not None:
                 _lib.hg_runner_close(ptr)
-                self.device._runners.discard(self)
 
+    def set_trace(self, tptr: Optional[int]) -> None:
+        with self.lock:
+            if self.ptr is not None:
+                _lib.hg_runner_set_trace(self.ptr, tptr)
+                self.trace_ptr = tptr
+
+    def detach_trace(self, tptr: int) -> None:
+        """Stops recording into trace `tptr` (a trace being closed), if it still does."""
+        with self.lock:
+            if self.ptr is not None and self.trace_ptr == tptr:
+                _lib.hg_runner_set_trace(self.ptr, None)
+                self.trace_ptr = None
 
 
 def _arg_array(args: Sequence[Arg]) -> "ctypes.Array[_capi.hg_arg]":

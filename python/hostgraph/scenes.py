@@ -155,7 +155,8 @@ class SceneCase(Closing):
             runner.run(case.callable, args)
             ok, why = case.check()
 
-    The case owns its buffers: they close with it.
+    The case owns its buffers: they close with it.  Arrays over them
+    (:meth:`array`, Tensor.numpy) keep the memory alive, also after close.
     """
 
     def __init__(self, scene: str, params: Params = None) -> None:
@@ -167,6 +168,7 @@ class SceneCase(Closing):
                                     ctypes.byref(ptr), errbuf, len(errbuf))
         if rc != 0:
             raise error_for(rc, errbuf.value.decode(errors="replace"))
+        self._memory: Optional[_CaseMemory] = _CaseMemory(ptr.value)
         self._ptr: Optional[int] = ptr.value
         self.scene = scene
         cc = lib.hg_scene_case_callable(self._ptr).contents
@@ -215,8 +217,26 @@ class SceneCase(Closing):
         return bool(ok), msg.value.decode(errors="replace")
 
     def close(self) -> None:
-        """Frees the case and its buffers. Idempotent."""
-        ptr, self._ptr = self._ptr, None
+        """Closes the case: its buffers can no longer be used in a run.  Its
+        memory is freed now, or, while arrays from :meth:`array` or
+        Tensor.numpy still view it, when the last of them goes. Idempotent."""
+        self._ptr = None
+        self._memory = None
+
+
+class _CaseMemory:
+    """The C scene case: held by its SceneCase until closed and by every
+    array over its buffers; freed when the last of them lets go, so an array
+    never outlives the memory it views."""
+
+    def __init__(self, ptr: Optional[int]) -> None:
+        self.ptr = ptr
+
+    def __del__(self) -> None:
+        ptr, self.ptr = self.ptr, None
         if ptr is not None:
-            _capi.scenes().hg_scene_case_close(ptr)
+            try:
+                _capi.scenes().hg_scene_case_close(ptr)
+            except Exception:  # interpreter shutdown: the library may be gone
+                pass
 

@@ -1,5 +1,7 @@
 /*
- * error.c: HG_E* names and the hg_err message carrier.
+ * error.c: HG_E* names, the hg_err message carrier, and each thread's last
+ * error message (hg_last_errmsg): thread-local, so two threads' failures
+ * never overwrite each other's message.
  */
 #include "base/error.h"
 
@@ -60,4 +62,25 @@ int err_set(hg_err *e, int code, const char *fmt, ...)
     va_end(ap);
     e->code = code;
     return code;
+}
+
+static _Thread_local char last_msg[HG_ERR_MSG_MAX];
+
+int err_last_set(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_msg, sizeof last_msg, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+void err_last_clear(void)
+{
+    last_msg[0] = '\0';
+}
+
+const char *hg_last_errmsg(void)
+{
+    return last_msg;
 }

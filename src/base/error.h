@@ -22,4 +22,10 @@ void err_clear(hg_err *e);
  * failing path reads `return err_set(e, HG_ERANGE, "arg '%s': ...", ...)`. */
 int err_set(hg_err *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* The calling thread's last error (hg_last_errmsg), for calls that have no
+ * runner to carry a message.  err_last_set formats it and returns `code`;
+ * err_last_clear empties it (those calls' success). */
+int err_last_set(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void err_last_clear(void);
+
 #endif

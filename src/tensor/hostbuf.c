@@ -5,7 +5,8 @@
  * identity, not run state); the generation only grows, by one per write step
  * made through the API (a write, a mark, a run's copy-back), and the last
  * written range is kept beside it.  Residency keys freshness on (id,
- * generation) sampled at bind, never on address + size.
+ * generation) sampled at bind, never on address + size; so two live buffers
+ * never share a byte (each registers its memory in hostreg.h's registry).
  *
  * The write log: a ring of the last HG_HOSTBUF_LOG ranges, each with the
  * generation its step produced (one step may log several ranges).  When an
@@ -18,11 +19,14 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/error.h"
 #include "hostgraph.h"
 #include "tensor/checked.h"
+#include "tensor/hostreg.h"
 #include "tensor/tensor.h"
 
 typedef struct log_entry {
@@ -80,16 +84,45 @@ void hostbuf_watch_remove(hg_hostbuf *hb, hostbuf_watch *w)
 
 static atomic_uint_fast64_t hostbuf_next_id = 1;
 
-static int hostbuf_new(void *data, size_t bytes, bool owned, hg_hostbuf **out)
+/* HG_EINVAL for memory that overlaps a live buffer, naming both. */
+static int overlap_error(const char *call, bool created, hostreg_entry mine, hostreg_entry clash)
+{
+    unsigned long long id = (unsigned long long)clash.id;
+    const char *lead = created ? "the memory allocated at" : "memory";
+    char hint[160];
+    if (created)
+        snprintf(hint, sizeof hint, "was that memory freed while host buffer %llu wrapped it?", id);
+    else
+        snprintf(hint, sizeof hint,
+                 "take a view of host buffer %llu (hg_tensor_host, hg_tensor_slice) instead", id);
+    return err_last_set(HG_EINVAL,
+                        "%s: %s [%p, %p) overlaps live host buffer %llu [%p, %p): two live "
+                        "host buffers never overlap; %s",
+                        call, lead, (void *)mine.lo, (void *)mine.hi, id, (void *)clash.lo,
+                        (void *)clash.hi, hint);
+}
+
+/* Gives the buffer its id and registers its memory (hostreg.h: two live
+ * buffers never overlap); `call` names the API call in the message. */
+static int hostbuf_new(void *data, size_t bytes, bool owned, const char *call, hg_hostbuf **out)
 {
     hg_hostbuf *hb = calloc(1, sizeof *hb);
     if (hb == NULL)
-        return HG_ENOMEM;
+        return err_last_set(HG_ENOMEM, "%s: no host memory for the buffer's record", call);
     hb->id = (uint64_t)atomic_fetch_add(&hostbuf_next_id, 1);
     hb->generation = 1;
     hb->size = bytes;
     hb->data = data;
     hb->owned = owned;
+    hostreg_entry clash, mine = hostreg_span(data, bytes, hb->id);
+    int rc = hostreg_add(mine, &clash);
+    if (rc != 0) {
+        free(hb);
+        if (rc == HG_ENOMEM)
+            return err_last_set(rc, "%s: no host memory to register the buffer", call);
+        return overlap_error(call, owned, mine, clash);
+    }
+    err_last_clear();
     *out = hb;
     return 0;
 }
@@ -97,12 +130,12 @@ static int hostbuf_new(void *data, size_t bytes, bool owned, hg_hostbuf **out)
 int hg_hostbuf_create(size_t bytes, hg_hostbuf **out)
 {
     if (out == NULL)
-        return HG_EINVAL;
+        return err_last_set(HG_EINVAL, "hg_hostbuf_create: out is NULL");
     /* calloc(0) may return NULL; keep a real pointer so data is never NULL. */
     void *data = calloc(bytes ? bytes : 1, 1);
     if (data == NULL)
-        return HG_ENOMEM;
-    int rc = hostbuf_new(data, bytes, true, out);
+        return err_last_set(HG_ENOMEM, "hg_hostbuf_create: cannot allocate bytes = %zu", bytes);
+    int rc = hostbuf_new(data, bytes, true, "hg_hostbuf_create", out);
     if (rc != 0)
         free(data);
     return rc;
@@ -110,9 +143,11 @@ int hg_hostbuf_create(size_t bytes, hg_hostbuf **out)
 
 int hg_hostbuf_wrap(void *data, size_t bytes, hg_hostbuf **out)
 {
-    if (out == NULL || (data == NULL && bytes != 0))
-        return HG_EINVAL;
-    return hostbuf_new(data, bytes, false, out);
+    if (out == NULL)
+        return err_last_set(HG_EINVAL, "hg_hostbuf_wrap: out is NULL");
+    if (data == NULL && bytes != 0)
+        return err_last_set(HG_EINVAL, "hg_hostbuf_wrap: data is NULL with bytes = %zu", bytes);
+    return hostbuf_new(data, bytes, false, "hg_hostbuf_wrap", out);
 }
 
 void hg_hostbuf_destroy(hg_hostbuf *hb)
@@ -126,6 +161,7 @@ void hg_hostbuf_destroy(hg_hostbuf *hb)
         w->destroyed(w);
     }
     hostbuf_watch_unlock();
+    hostreg_remove(hostreg_span(hb->data, hb->size, hb->id));
     if (hb->owned)
         free(hb->data);
     free(hb->log);

@@ -27,7 +27,7 @@ fail() { echo "install_test: $*" >&2; exit 1; }
 step() { echo "-- $*"; }
 
 step "cmake --install $build --prefix <tmp>"
-cmake --install "$build" --prefix "$prefix" >/dev/null
+cmake --install "$build" --prefix "$prefix" >"$tmp/install.log"
 pc=$(find "$prefix" -name hostgraph.pc)
 [ -n "$pc" ] || fail "no hostgraph.pc installed"
 pcdir=$(dirname "$pc")
@@ -40,9 +40,19 @@ for f in libhostgraph.so libhostgraph.so.0 libhostgraph.so.0.1.0 libhostgraph.a 
     cmake/hostgraph/hostgraphConfig.cmake cmake/hostgraph/hostgraphConfigVersion.cmake; do
     [ -e "$libdir/$f" ] || fail "$libdir/$f is not installed"
 done
-pydir=$prefix/lib/python3/dist-packages
+# The Python package goes where the configured interpreter looks for
+# packages under this prefix (sysconfig's posix_prefix scheme, named: Debian's
+# default scheme would say <prefix>/local/...), and the install says where.
+pyrel=lib/python3/dist-packages # no interpreter: Debian's layout
+if [ -n "$py" ]; then
+    pyrel=$("$py" -c 'import sysconfig; print(sysconfig.get_path("purelib", "posix_prefix",
+        vars={"base": "", "platbase": ""}).lstrip("/"))')
+fi
+pydir=$prefix/$pyrel
 [ -f "$pydir/hostgraph/__init__.py" ] && [ -f "$pydir/hostgraph/_paths.py" ] ||
     fail "the Python package is not under $pydir"
+grep -q "hostgraph Python package: $pydir/hostgraph" "$tmp/install.log" ||
+    fail "the install does not say where the Python package went"
 
 step "headers include nothing from src/"
 if grep -n '#include "' "$prefix"/include/*.h | grep -v '"hostgraph.h"'; then
@@ -101,7 +111,7 @@ if [ -z "$py" ] || ! "$py" -c 'import numpy' 2>/dev/null; then
     exit 0
 fi
 check_python() { # prefix
-    PYTHONPATH=$1/lib/python3/dist-packages PYTHONDONTWRITEBYTECODE=1 "$py" - "$1" <<'PY'
+    PYTHONPATH=$1/$pyrel PYTHONDONTWRITEBYTECODE=1 "$py" - "$1" <<'PY'
 import os, sys
 import numpy as np
 import hostgraph as hg
@@ -111,8 +121,8 @@ assert pkg.startswith(prefix), pkg
 a = np.arange(10, dtype=np.float32)
 c = np.zeros(10, np.float32)
 with hg.SceneCase("vector_add", {"n": 10, "tile": 4}) as case, hg.Device("sim") as dev, hg.Runner(dev) as r:
-    args = [hg.Arg("a", hg.IN, hg.HostBuffer.wrap(a).tensor(), resident=True),
-            hg.Arg("b", hg.IN, hg.HostBuffer.wrap(a).tensor()),
+    ab = hg.HostBuffer.wrap(a)  # memory is wrapped once; b is another view of it
+    args = [hg.Arg("a", hg.IN, ab.tensor(), resident=True), hg.Arg("b", hg.IN, ab.tensor()),
             hg.Arg("c", hg.OUT, hg.HostBuffer.wrap(c).tensor()), hg.scalar("tile", 4)]
     r.run(case.callable, args)
 assert (c == 2 * a).all(), c
@@ -121,7 +131,7 @@ assert [x["golden"] for x in rep["rounds"]] == ["pass", "pass"]
 print(f"   python: hostgraph {hg.__version__} from {pkg}: ok")
 PY
     local m
-    m=$(PYTHONPATH=$1/lib/python3/dist-packages PYTHONDONTWRITEBYTECODE=1 "$py" -m hostgraph list)
+    m=$(PYTHONPATH=$1/$pyrel PYTHONDONTWRITEBYTECODE=1 "$py" -m hostgraph list)
     [ "$m" = "$("$1/bin/hostgraph" list)" ] || fail "python3 -m hostgraph list differs from hostgraph list"
 }
 step "the installed Python package"

@@ -1,6 +1,8 @@
 """Host buffers (zero copy, generations) and tensor views (numpy-style slicing)."""
 
+import array
 import gc
+import mmap
 
 import numpy as np
 import pytest
@@ -28,14 +30,94 @@ def test_wrap_keeps_the_array_alive():
 
 
 def test_wrap_refuses_what_it_cannot_register():
-    with pytest.raises(hg.InvalidArgument, match="C-contiguous"):
+    with pytest.raises(hg.InvalidArgument, match="C-contiguous.*ascontiguousarray"):
         hg.HostBuffer.wrap(np.zeros((4, 4), np.float32)[:, ::2])
-    ro = np.zeros(4, np.float32)
-    ro.flags.writeable = False
+    with pytest.raises(TypeError, match="buffer protocol"):
+        hg.HostBuffer.wrap([1, 2, 3])
+
+
+def test_wrapping_memory_a_live_buffer_holds_is_refused():
+    """The same memory under two buffers went stale: a write declared through
+    one left the other's resident copy "fresh".  The second wrap is refused."""
+    arr = np.zeros(4096, np.float32)
+    buf = hg.HostBuffer.wrap(arr)
+    for part in (arr[:1024], arr[1000:2000], arr[-1:], arr.reshape(64, 64)[3]):
+        with pytest.raises(hg.InvalidArgument, match=f"host buffer {buf.id} ") as e:
+            hg.HostBuffer.wrap(part)
+        assert "tensor view" in str(e.value) and "HostBuffer.wrap" in str(e.value)
+    view = buf.tensor()[:1024]  # what to do instead
+    assert np.shares_memory(view.numpy(), arr)
+    created = hg.HostBuffer(64)
+    with pytest.raises(hg.InvalidArgument, match=f"host buffer {created.id} "):
+        hg.HostBuffer.wrap(created.numpy("f32"))
+    assert hg.HostBuffer.wrap(np.zeros(0, np.float32)).nbytes == 0  # empty overlaps nothing
+    buf.close()
+    again = hg.HostBuffer.wrap(arr[:1024])  # closed: the memory is free again
+    assert again.data_ptr == arr.ctypes.data
+    again.close()
+
+
+def test_read_only_memory_wraps_without_a_copy_and_is_only_read(tmp_path):
+    np.save(tmp_path / "w.npy", np.arange(4096, dtype=np.float32))
+    w = np.load(tmp_path / "w.npy", mmap_mode="r")  # weights: no copy wanted
+    buf = hg.HostBuffer.wrap(w)
+    assert buf.readonly and buf.data_ptr == w.ctypes.data and buf.array is w
+    assert not buf.numpy().flags.writeable and not buf.tensor().numpy().flags.writeable
+    for d in (hg.OUT, hg.INOUT):
+        with pytest.raises(hg.InvalidArgument, match=f"arg 'w': a {d.name} arg.*read-only.*IN"):
+            hg.Arg("w", d, buf.tensor())
     with pytest.raises(hg.InvalidArgument, match="read-only"):
-        hg.HostBuffer.wrap(ro)
-    with pytest.raises(TypeError):
-        hg.HostBuffer.wrap(b"bytes")
+        buf.write(0, b"x")
+    c = np.zeros(4096, np.float32)
+    with hg.Device("sim:cores=2") as dev, hg.Runner(dev) as r, \
+            hg.SceneCase("vector_add", {"n": 4096, "tile": 512}) as case:
+        args = [hg.Arg("a", hg.IN, buf.tensor(), resident=True), hg.Arg("b", hg.IN, buf.tensor()),
+                hg.Arg("c", hg.OUT, hg.HostBuffer.wrap(c).tensor()), hg.scalar("tile", 512)]
+        r.run(case.callable, args)
+    np.testing.assert_array_equal(c, 2 * np.asarray(w))
+
+
+def test_resident_out_is_refused():
+    buf = hg.HostBuffer.wrap(np.zeros(4, np.float32))
+    with pytest.raises(hg.InvalidArgument, match="arg 'y': resident=True on an OUT arg.*INOUT"):
+        hg.Arg("y", hg.OUT, buf.tensor(), resident=True)
+    y = hg.Arg("y", "out", buf.tensor())
+    with pytest.raises(hg.InvalidArgument, match="arg 'y'"):
+        y.with_residency(True)
+    assert hg.Arg("y", hg.INOUT, buf.tensor(), resident=True).resident
+
+
+class _Interface:
+    """Memory offered through __array_interface__ only (no buffer protocol)."""
+
+    def __init__(self, n):
+        self._arr = np.zeros(n, np.uint8)
+        self.__array_interface__ = self._arr.__array_interface__
+
+
+@pytest.mark.parametrize("make", [
+    lambda: bytearray(64),
+    lambda: memoryview(bytearray(64)),
+    lambda: array.array("f", [0.0] * 16),
+    lambda: mmap.mmap(-1, 64),
+    lambda: _Interface(64),
+], ids=["bytearray", "memoryview", "array.array", "mmap", "__array_interface__"])
+def test_wrap_takes_any_buffer(make):
+    obj = make()
+    buf = hg.HostBuffer.wrap(obj)
+    assert buf.nbytes == 64 and not buf.readonly
+    buf.write(8, b"\x05\x06")
+    assert bytes(np.asarray(buf.numpy()[8:10])) == b"\x05\x06"
+    seen = obj._arr if isinstance(obj, _Interface) else memoryview(obj).cast("B")
+    assert bytes(seen[8:10]) == b"\x05\x06"  # in the object's own memory: no copy
+    buf.close()
+
+
+def test_wrap_takes_read_only_buffers():
+    buf = hg.HostBuffer.wrap(b"\x01" * 32)
+    assert buf.readonly and buf.nbytes == 32
+    with pytest.raises(hg.InvalidArgument, match="arg 'x'"):
+        hg.Arg("x", hg.INOUT, buf.tensor("u8"))
 
 
 def test_every_write_through_the_api_moves_the_generation_on():
