@@ -82,10 +82,11 @@ class HostBuffer(Closing):
         rc = _lib.hg_hostbuf_wrap(data, arr.nbytes, ctypes.byref(ptr))
         if rc != 0:
             msg = _lib.hg_last_errmsg().decode(errors="replace")
-            if rc == _capi.HG_EINVAL and "overlaps" in msg:
-                msg += ("; in Python: take a tensor view of the HostBuffer that already wraps "
-                        "this memory (buf.tensor()[lo:hi], hg.Tensor(buf, dtype, shape)) "
-                        "instead of wrapping it again")
+            if rc == _capi.HG_EINVAL and "overlaps" in msg:  # the C hint, in Python's words
+                msg = msg.split("; take a view")[0] + (
+                    "; take a tensor view of the HostBuffer that already wraps this memory "
+                    "(buf.tensor()[lo:hi], hg.Tensor(buf, dtype, shape)) instead of wrapping "
+                    "it again")
             raise error_for(rc, f"{call}: {msg}" if msg else call)
         self._ptr: Optional[int] = ptr.value
         self._array: Optional[np.ndarray] = arr

@@ -91,6 +91,38 @@ TEST(last_errmsg_is_per_thread)
     hg_hostbuf_destroy(hb);
 }
 
+#define THREADS 4
+static char shared_bytes[THREADS][256];
+
+/* Each thread registers and releases its own chunks while the others do. */
+static void *churn(void *arg)
+{
+    char *mine = arg;
+    for (int i = 0; i < 2000; i++) {
+        hg_hostbuf *a = NULL, *b = NULL, *c = NULL;
+        if (hg_hostbuf_wrap(mine, 128, &a) != 0 || hg_hostbuf_wrap(mine + 128, 128, &b) != 0 ||
+            hg_hostbuf_wrap(mine + 64, 128, &c) != HG_EINVAL)
+            return NULL;
+        hg_hostbuf_destroy(a);
+        hg_hostbuf_destroy(b);
+    }
+    return mine;
+}
+
+TEST(threads_register_and_release_concurrently)
+{
+    size_t base = hostreg_live();
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++)
+        ASSERT_OK(pthread_create(&t[i], NULL, churn, shared_bytes[i]));
+    for (int i = 0; i < THREADS; i++) {
+        void *ok = NULL;
+        ASSERT_OK(pthread_join(t[i], &ok));
+        ASSERT(ok == shared_bytes[i]);
+    }
+    ASSERT_UEQ(hostreg_live(), base);
+}
+
 /* ceil(log2(n + 2)): the AVL height bound is 1.44 of it per descent. */
 static uint64_t log2_up(size_t n)
 {
