@@ -231,13 +231,16 @@ int stage_bind_resident(stage_plan *p, hg_device *dev, hg_err *e)
     return 0;
 }
 
-/* Verify mode, an INOUT after copy-back: its shadow takes the bytes that
- * came back (the rest of the host extent was equal to it at bind). */
+/* Verify mode, an INOUT after copy-back: its shadow takes the device bytes
+ * that came back, from staging (the rest of the extent was equal on host,
+ * shadow and device at bind).  From staging, not the host: a fetched
+ * range's bytes no task wrote (a strided view's gaps) are not committed,
+ * and a host byte there changed behind the API must still differ. */
 static void shadow_copied_back(stage_plan *p, const stage_arg *sa, resident_copy *r)
 {
     for (uint32_t k = sa->back_first; k < sa->back_first + sa->back_n; k++) {
         const hg_range *s = &p->spans[k];
-        memcpy(r->shadow + (s->lo - sa->lo), host_at(sa, s->lo), s->hi - s->lo);
+        memcpy(r->shadow + (s->lo - sa->lo), p->staging + p->span_staging[k], s->hi - s->lo);
         p->rstats.verified_bytes += s->hi - s->lo;
     }
 }
