@@ -13,6 +13,7 @@
 #include "device/device.h"
 #include "hostgraph.h"
 #include "test_device.h"
+#include "test_orch.h"
 #include "testlib.h"
 
 enum { BYTES = 4096, REGION_SHIFT = 48 };
@@ -39,12 +40,7 @@ static const hg_kernel K_FILL77 = {"fill77", k_fill77, HG_CORE_VECTOR};
  * also takes scratch, so the runner pools some. */
 static int orch_pair(hg_orch *o, void *user)
 {
-    const hg_arg *in, *out;
-    hg_orch_arg(o, 0, &in);
-    hg_orch_arg(o, 1, &out);
-    hg_task_arg ta[2] = {{0, HG_IN, in->tensor}, {1, HG_OUT, out->tensor}};
-    hg_task_desc d = {user, ta, 2, NULL, 0, NULL, 0};
-    return hg_task_submit(o, &d, NULL);
+    return test_submit_pair(o, user);
 }
 
 static int orch_with_scratch(hg_orch *o, void *user)
@@ -138,15 +134,38 @@ static hg_hostbuf *pattern_buffer(void)
     return hb;
 }
 
+/* Two devices, a runner on `dev`, and host buffers w and out (a pattern). */
+typedef struct fixture {
+    hg_device *dev, *other;
+    hg_runner *r;
+    hg_hostbuf *w, *out;
+} fixture;
+
+static bool fixture_open(fixture *f)
+{
+    memset(f, 0, sizeof *f);
+    f->dev = test_device_open("sim:cores=1");
+    f->other = test_device_open("sim:cores=1");
+    return f->dev != NULL && f->other != NULL && hg_runner_open(f->dev, &f->r) == 0 &&
+           (f->w = pattern_buffer()) != NULL && (f->out = pattern_buffer()) != NULL;
+}
+
+static void fixture_close(fixture *f)
+{
+    hg_runner_close(f->r);
+    hg_hostbuf_destroy(f->w);
+    hg_hostbuf_destroy(f->out);
+    hg_device_close(f->other);
+    hg_device_close(f->dev);
+}
+
 TEST(another_devices_view_is_refused_and_leaves_the_resident_copy_alone)
 {
-    hg_device *a = test_device_open("sim:cores=1");
-    hg_device *b = test_device_open("sim:cores=1");
-    ASSERT(a != NULL && b != NULL);
-    hg_runner *r;
-    ASSERT_OK(hg_runner_open(b, &r));
-    hg_hostbuf *w = pattern_buffer();
-    ASSERT(w != NULL);
+    fixture f;
+    ASSERT(fixture_open(&f));
+    hg_device *a = f.other, *b = f.dev;
+    hg_runner *r = f.r;
+    hg_hostbuf *w = f.w;
     hg_devaddr u; /* b's user buffer, the first allocation on b */
     ASSERT_OK(hg_devbuf_malloc(b, BYTES, &u));
     hg_callable copy = {"copy", orch_pair, (void *)&K_COPY};
@@ -178,20 +197,16 @@ TEST(another_devices_view_is_refused_and_leaves_the_resident_copy_alone)
     unsigned char back[BYTES];
     ASSERT_OK(hg_devbuf_copy_from(b, back, u, BYTES));
     ASSERT(memcmp(back, hg_hostbuf_data(w), BYTES) == 0);
-    hg_runner_close(r);
-    hg_hostbuf_destroy(w);
-    hg_device_close(b);
-    hg_device_close(a);
+    fixture_close(&f);
 }
 
 TEST(runtime_owned_memory_is_refused_as_a_device_view)
 {
-    hg_device *dev = test_device_open("sim:cores=1");
-    ASSERT(dev != NULL);
-    hg_runner *r;
-    ASSERT_OK(hg_runner_open(dev, &r));
-    hg_hostbuf *w = pattern_buffer(), *out = pattern_buffer();
-    ASSERT(w != NULL && out != NULL);
+    fixture f;
+    ASSERT(fixture_open(&f));
+    hg_device *dev = f.dev;
+    hg_runner *r = f.r;
+    hg_hostbuf *w = f.w, *out = f.out;
     hg_devaddr first;
     ASSERT_OK(hg_devbuf_malloc(dev, 1, &first));
     /* A resident copy (w), a retained buffer (out's slice), pooled scratch. */
@@ -220,21 +235,16 @@ TEST(runtime_owned_memory_is_refused_as_a_device_view)
     ASSERT_OK(hg_runner_run(r, &c, args, 2, &s));
     ASSERT_UEQ(s.resident_hits, 1);
     ASSERT(memcmp(hg_hostbuf_data(out), hg_hostbuf_data(w), BYTES) == 0);
-    hg_runner_close(r);
-    hg_hostbuf_destroy(w);
-    hg_hostbuf_destroy(out);
-    hg_device_close(dev);
+    fixture_close(&f);
 }
 
 TEST(freed_allocation_is_refused_and_zero_byte_views_go_anywhere)
 {
-    hg_device *dev = test_device_open("sim:cores=1");
-    hg_device *other = test_device_open("sim:cores=1");
-    ASSERT(dev != NULL && other != NULL);
-    hg_runner *r;
-    ASSERT_OK(hg_runner_open(dev, &r));
-    hg_hostbuf *w = pattern_buffer();
-    ASSERT(w != NULL);
+    fixture f;
+    ASSERT(fixture_open(&f));
+    hg_device *dev = f.dev, *other = f.other;
+    hg_runner *r = f.r;
+    hg_hostbuf *w = f.w;
     hg_devaddr gone, elsewhere;
     ASSERT_OK(hg_devbuf_malloc(dev, BYTES, &gone));
     ASSERT_OK(hg_devbuf_free(dev, gone));
@@ -250,17 +260,14 @@ TEST(freed_allocation_is_refused_and_zero_byte_views_go_anywhere)
         hg_arg ok[2] = {host_arg("w", HG_IN, w, 0), dev_arg("dv", HG_OUT, anywhere[i], 0)};
         ASSERT_OK(hg_runner_run(r, &fill, ok, 2, NULL));
     }
-    hg_runner_close(r);
-    hg_hostbuf_destroy(w);
-    hg_device_close(other);
-    hg_device_close(dev);
+    fixture_close(&f);
 }
 
 TEST(devbuf_calls_refuse_another_devices_address)
 {
-    hg_device *a = test_device_open("sim:cores=1");
-    hg_device *b = test_device_open("sim:cores=1");
-    ASSERT(a != NULL && b != NULL);
+    fixture f;
+    ASSERT(fixture_open(&f));
+    hg_device *a = f.other, *b = f.dev;
     hg_devaddr x, y;
     ASSERT_OK(hg_devbuf_malloc(a, BYTES, &x));
     ASSERT_OK(hg_devbuf_malloc(b, BYTES, &y)); /* the first allocation of each */
@@ -271,8 +278,7 @@ TEST(devbuf_calls_refuse_another_devices_address)
     ASSERT_EQ(hg_devbuf_free(b, x), HG_ENOTFOUND);
     ASSERT_OK(hg_devbuf_free(a, x));
     ASSERT_OK(hg_devbuf_free(b, y));
-    hg_device_close(b);
-    hg_device_close(a);
+    fixture_close(&f);
 }
 
 int main(void)
