@@ -14,7 +14,9 @@
  *   - a host buffer owns its memory when created by hg_hostbuf_create, and
  *     never when it wraps user memory (hg_hostbuf_wrap);
  *   - device memory from hg_devbuf_malloc is user-owned: the runtime reads and
- *     writes it when it is passed as an arg but never frees it;
+ *     writes it when it is passed as an arg but never frees it; a non-empty
+ *     device view passed as an arg must lie inside one such allocation of
+ *     the runner's own device;
  *   - the runner owns its retained device buffer, its resident copies and its
  *     pooled scratch; closing the runner frees them all and forgets every
  *     residency record.
@@ -168,7 +170,8 @@ typedef struct hg_range {
 typedef struct hg_device hg_device;
 
 /* A device address.  On the sim it is deliberately not a host pointer:
- * dereferencing one on the host faults, as it would on real hardware. */
+ * dereferencing one on the host faults, as it would on real hardware.  Every
+ * device owns its addresses: no two open devices hand out the same one. */
 typedef uint64_t hg_devaddr;
 
 typedef enum hg_core_type { HG_CORE_CUBE = 0, HG_CORE_VECTOR = 1, HG_CORE_ANY = 2 } hg_core_type;
@@ -197,7 +200,10 @@ typedef enum hg_core_type { HG_CORE_CUBE = 0, HG_CORE_VECTOR = 1, HG_CORE_ANY = 
  * one-line message naming the bad key or value.
  *
  * The sim's memory is one arena of `mem` bytes reserved at open and touched
- * lazily: memory freed and allocated again costs no fresh page faults.
+ * lazily: memory freed and allocated again costs no fresh page faults.  Each
+ * open sim device has its own 2^48-byte address region (so mem= is at most
+ * that), and a process holds at most 4096 open sim devices: the next open
+ * fails (HG_ENOMEM) until one is closed.
  *
  * Sharing: a device may be used by several runners from several threads at
  * once.  Their copies and allocations proceed concurrently (a new
@@ -239,9 +245,13 @@ int hg_device_inject_fault(hg_device *dev, hg_fault kind, uint64_t k);
 
 /* User-owned device memory.  The runtime never frees it. */
 int hg_devbuf_malloc(hg_device *dev, size_t bytes, hg_devaddr *out);
-/* HG_ENOTFOUND if addr is not the start of a live allocation. */
+/* HG_ENOTFOUND if addr is not the start of a live user allocation of dev
+ * (another device's address, a freed one, or the runtime's own memory: a
+ * runner's retained buffer, resident copies and scratch are not the user's
+ * to free). */
 int hg_devbuf_free(hg_device *dev, hg_devaddr addr);
-/* HG_ERANGE if [dst, dst+bytes) is not inside one live allocation. */
+/* HG_ERANGE if [dst, dst+bytes) is not inside one live allocation of dev
+ * (another device's address never is). */
 int hg_devbuf_copy_to(hg_device *dev, hg_devaddr dst, const void *src, size_t bytes);
 int hg_devbuf_copy_from(hg_device *dev, void *dst, hg_devaddr src, size_t bytes);
 
@@ -283,7 +293,9 @@ int hg_tensor_host(hg_tensor *out, hg_hostbuf *hb, hg_dtype dtype, uint32_t ndim
  * only for an empty view: HG_EINVAL otherwise).  The same HG_EINVAL (out
  * NULL, ndims 0, shape NULL, bad dtype), HG_ELIMIT and HG_EOVERFLOW as
  * hg_tensor_host; HG_EOVERFLOW too if the view runs past the end of the
- * 64-bit device address space.  Device allocation sizes are not checked. */
+ * 64-bit device address space.  Device allocations are not checked here:
+ * hg_runner_run checks at bind that a non-empty view lies inside one user
+ * allocation of the runner's device. */
 int hg_tensor_device(hg_tensor *out, hg_devaddr addr, hg_dtype dtype, uint32_t ndims,
                      const size_t *shape);
 /* Narrows dimension `dim` to [start, start+len).  HG_ERANGE if it does not
@@ -543,7 +555,12 @@ void hg_runner_set_poison_scratch(hg_runner *r, bool on);
  *     with the poison byte 0xA5, so a kernel that reads bytes it did not
  *     write never sees another arg's data.  A zero-byte
  *     arg of any kind (host view, or device view at address 0 or any other)
- *     gets a NULL pointer and no allocation.
+ *     gets a NULL pointer and no allocation.  A non-empty device view must
+ *     lie inside one user allocation (hg_devbuf_malloc) of the runner's
+ *     device, else HG_ERANGE names the arg, the address and why: another
+ *     device's address, runtime-owned memory (a retained buffer, resident
+ *     copy or scratch), no live allocation (freed), or a view that runs
+ *     past its allocation's end.
  *   - copy back brings back what the tasks wrote, and nothing else: the
  *     bytes of OUT and INOUT args covered by task args that write them.  An
  *     OUT arg's bytes no task wrote stay untouched on the host; a strided

@@ -8,6 +8,11 @@
  *   - addresses it hands out are never 0, never host pointers, and multiples
  *     of HG_DEVICE_ALIGN (and so are the host pointers translate returns for
  *     them, where a backend has host pointers);
+ *   - two open devices never hand out the same address: `owns` tells this
+ *     device's addresses (allocated or not) from every other device's;
+ *   - each allocation records whether it is the user's (hg_devbuf_malloc)
+ *     or the runtime's (device_malloc); free frees only an allocation of
+ *     the owner it is told;
  *   - malloc/free/copy/translate/find_alloc are safe to call from any thread,
  *     translate and find_alloc concurrently with each other;
  *   - a failed call changes nothing (no memory, no table entry);
@@ -62,13 +67,14 @@ typedef struct device_ops {
     void (*close)(void *state);
     /* bytes > 0 and within capacity (device.c checked); HG_EDEVMEM if the
      * backend cannot provide it.  Reserves the range only: prepare follows. */
-    int (*malloc)(void *state, size_t bytes, hg_devaddr *out);
+    int (*malloc)(void *state, size_t bytes, bool user, hg_devaddr *out);
     /* Readies the range malloc just returned (addr, bytes) for its first
      * user: on the sim, poisons it (SIM_POISON) and its sanitizer state.
      * Called with no lock held; the range is the caller's alone. */
     void (*prepare)(void *state, hg_devaddr addr, size_t bytes);
-    /* HG_ENOTFOUND unless addr starts a live allocation; *bytes gets its size. */
-    int (*free)(void *state, hg_devaddr addr, size_t *bytes);
+    /* HG_ENOTFOUND unless addr starts a live allocation of that owner
+     * (user or runtime); *bytes gets its size. */
+    int (*free)(void *state, hg_devaddr addr, bool user, size_t *bytes);
     /* HG_ERANGE unless the device range lies inside one live allocation. */
     int (*copy_to)(void *state, hg_devaddr dst, const void *src, size_t bytes);
     int (*copy_from)(void *state, void *dst, hg_devaddr src, size_t bytes);
@@ -79,7 +85,10 @@ typedef struct device_ops {
      * crosses the link).  HG_ERANGE as for copies. */
     int (*fill)(void *state, hg_devaddr dst, int value, size_t bytes);
     void *(*translate)(void *state, hg_devaddr addr, size_t bytes);
-    int (*find_alloc)(void *state, hg_devaddr addr, hg_devaddr *base, size_t *size);
+    /* The live allocation containing addr: base, size and owner; HG_ENOTFOUND. */
+    int (*find_alloc)(void *state, hg_devaddr addr, hg_devaddr *base, size_t *size, bool *user);
+    /* Whether addr is in this device's address range, allocated or not. */
+    bool (*owns)(void *state, hg_devaddr addr);
     void (*run_cores)(void *state, device_core_fn fn, void *ctx);
 } device_ops;
 

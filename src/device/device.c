@@ -253,7 +253,9 @@ static void device_prepare(hg_device *dev, hg_devaddr addr, size_t bytes)
     dev->ops->prepare(dev->state, addr, bytes);
 }
 
-int device_malloc(hg_device *dev, size_t bytes, hg_devaddr *out, hg_device_counters *tally)
+/* An allocation for the user (hg_devbuf_malloc) or the runtime. */
+static int device_alloc(hg_device *dev, size_t bytes, bool user, hg_devaddr *out,
+                        hg_device_counters *tally)
 {
     if (dev == NULL || out == NULL || bytes == 0)
         return HG_EINVAL;
@@ -265,7 +267,7 @@ int device_malloc(hg_device *dev, size_t bytes, hg_devaddr *out, hg_device_count
     if (rc != 0)
         return rc;
     hg_devaddr addr = 0;
-    rc = dev->ops->malloc(dev->state, bytes, &addr);
+    rc = dev->ops->malloc(dev->state, bytes, user, &addr);
     if (rc == 0)
         device_prepare(dev, addr, bytes);
     device_mutex_lock(&dev->lock);
@@ -280,14 +282,21 @@ int device_malloc(hg_device *dev, size_t bytes, hg_devaddr *out, hg_device_count
     return rc;
 }
 
-int device_free(hg_device *dev, hg_devaddr addr, hg_device_counters *tally)
+int device_malloc(hg_device *dev, size_t bytes, hg_devaddr *out, hg_device_counters *tally)
+{
+    return device_alloc(dev, bytes, false, out, tally);
+}
+
+/* Frees an allocation of the given owner: the user frees only its own, and
+ * so does the runtime. */
+static int device_release(hg_device *dev, hg_devaddr addr, bool user, hg_device_counters *tally)
 {
     if (dev == NULL)
         return HG_EINVAL;
     size_t bytes = 0;
     uint64_t span = 0;
     device_mutex_lock(&dev->lock);
-    int rc = dev->ops->free(dev->state, addr, &bytes);
+    int rc = dev->ops->free(dev->state, addr, user, &bytes);
     if (rc == 0) {
         device_span(bytes, &span); /* cannot fail: the allocation had a span */
         dev->counters.frees++;
@@ -301,14 +310,19 @@ int device_free(hg_device *dev, hg_devaddr addr, hg_device_counters *tally)
     return rc;
 }
 
+int device_free(hg_device *dev, hg_devaddr addr, hg_device_counters *tally)
+{
+    return device_release(dev, addr, false, tally);
+}
+
 int hg_devbuf_malloc(hg_device *dev, size_t bytes, hg_devaddr *out)
 {
-    return device_malloc(dev, bytes, out, NULL);
+    return device_alloc(dev, bytes, true, out, NULL);
 }
 
 int hg_devbuf_free(hg_device *dev, hg_devaddr addr)
 {
-    return device_free(dev, addr, NULL);
+    return device_release(dev, addr, true, NULL);
 }
 
 /* Validates every range of a batch (nothing moves unless all are valid) and
@@ -446,7 +460,19 @@ int device_find_alloc(hg_device *dev, hg_devaddr addr, hg_devaddr *base, size_t 
 {
     if (dev == NULL || base == NULL || size == NULL)
         return HG_EINVAL;
-    return dev->ops->find_alloc(dev->state, addr, base, size);
+    bool user;
+    return dev->ops->find_alloc(dev->state, addr, base, size, &user);
+}
+
+device_addr_owner device_addr_lookup(hg_device *dev, hg_devaddr addr, hg_devaddr *base,
+                                     size_t *size)
+{
+    bool user = false;
+    if (dev == NULL || !dev->ops->owns(dev->state, addr))
+        return DEVICE_ADDR_FOREIGN;
+    if (dev->ops->find_alloc(dev->state, addr, base, size, &user) != 0)
+        return DEVICE_ADDR_NONE;
+    return user ? DEVICE_ADDR_USER : DEVICE_ADDR_RUNTIME;
 }
 
 void device_debug_set_alloc_hook(hg_device *dev, device_alloc_hook fn, void *ctx)

@@ -18,7 +18,9 @@
 /*
  * Memory and copies with a tally: the same as hg_devbuf_malloc, _free,
  * _copy_to and _copy_from, and each counted operation is also added to
- * *tally (when not NULL), under the device's lock.  A runner passes its own
+ * *tally (when not NULL), under the device's lock.  device_malloc's memory
+ * is the runtime's: device_free frees only that, hg_devbuf_free only the
+ * user's, and a device view (a run arg) is valid only in the user's.  A runner passes its own
  * counters, so its stats count its operations only, even while other runners
  * share the device.  live_bytes in a tally counts what that caller holds.
  */
@@ -60,8 +62,21 @@ typedef void (*device_core_fn)(void *ctx, uint32_t core, hg_core_type type);
  * may be 0 (then addr must be inside or one past an allocation). */
 void *device_translate(hg_device *dev, hg_devaddr addr, size_t bytes);
 
-/* The live allocation containing addr: its base and size.  HG_ENOTFOUND. */
+/* The live allocation containing addr (the user's or the runtime's): its
+ * base and size.  HG_ENOTFOUND. */
 int device_find_alloc(hg_device *dev, hg_devaddr addr, hg_devaddr *base, size_t *size);
+
+/* Whose address addr is on dev.  Every device owns its own addresses: no
+ * other device hands them out. */
+typedef enum device_addr_owner {
+    DEVICE_ADDR_USER,    /* in a live user allocation (hg_devbuf_malloc): base, size */
+    DEVICE_ADDR_RUNTIME, /* in a live allocation of the runtime (device_malloc): a
+                            retained buffer, resident copy or scratch; base, size */
+    DEVICE_ADDR_NONE,    /* dev's address, in no live allocation: freed or never given */
+    DEVICE_ADDR_FOREIGN  /* not an address of dev: another device's, or no device's */
+} device_addr_owner;
+device_addr_owner device_addr_lookup(hg_device *dev, hg_devaddr addr, hg_devaddr *base,
+                                     size_t *size);
 
 /* Debug hook for tests: called on the allocating thread for every
  * allocation, once its range is reserved and before its memory is prepared

@@ -8,10 +8,16 @@
  * no fresh page faults: a round that reuses its device memory pays memset
  * speed, not first-touch speed.
  *
- * Addresses.  A range at arena offset `off` has device address SIM_BASE + off,
- * in a non-canonical x86-64 range, so a host dereference of a device address
- * faults as it would on hardware instead of silently reading memory.  The
- * arena is page-aligned and SIM_BASE is too, so a kernel's pointer has the
+ * Addresses.  Every open device owns its own region of SIM_REGION_BYTES
+ * (2^48) addresses: region k starts at k << 48 for k in [SIM_FIRST_REGION,
+ * SIM_FIRST_REGION + SIM_REGIONS), all non-canonical on x86-64, so a host
+ * dereference of a device address faults as it would on hardware instead of
+ * silently reading memory.  A range at arena offset `off` has device address
+ * base + off.  Regions are handed out round robin from a process-wide table
+ * (sim_region_take), so two open devices never share an address, and a
+ * closed device's region comes back only after every other one was used: a
+ * device view of another device's memory is not an address of this one.
+ * The arena is page-aligned and so is every base, so a kernel's pointer has the
  * same alignment as its device address: HG_DEVICE_ALIGN (1024) at the start
  * of every allocation.  Ranges are reused first-fit, so a freed address comes
  * back: freshness above must never be inferred from an address.  New ranges
@@ -74,12 +80,21 @@
 #define sim_unpoison(p, n) ((void)(p), (void)(n))
 #endif
 
-#define SIM_BASE   0xD000000000000000ull /* non-canonical on x86-64 */
 #define SIM_POISON 0xA5
+
+/* Device address regions: bits 63..48 select the device.  0xD000..0xDFFF are
+ * neither 0x0000 nor 0xFFFF, so every address in them is non-canonical on
+ * x86-64 (whatever bit 47), and 4096 devices can be open at once.  An arena
+ * never exceeds a region (x86-64 user space is 2^47 bytes anyway). */
+#define SIM_REGION_SHIFT 48
+#define SIM_REGION_BYTES (1ull << SIM_REGION_SHIFT)
+#define SIM_FIRST_REGION 0xD000u
+#define SIM_REGIONS      4096u
 
 typedef struct sim_alloc {
     hg_devaddr addr;
-    size_t size;   /* bytes the user asked for */
+    size_t size;   /* bytes the caller asked for */
+    bool user;     /* hg_devbuf_malloc's, not the runtime's */
     uint64_t span; /* size rounded up to HG_DEVICE_ALIGN, plus the redzone */
 } sim_alloc;
 
@@ -93,7 +108,9 @@ typedef struct sim_core {
 } sim_core;
 
 typedef struct sim {
-    unsigned char *arena; /* the device's memory: SIM_BASE maps to arena[0] */
+    unsigned char *arena; /* the device's memory: base maps to arena[0] */
+    hg_devaddr base;      /* the start of this device's address region */
+    uint32_t region;      /* its index in the process-wide table */
     uint64_t arena_bytes;
     uint64_t high_water; /* arena bytes ever handed out: what ASan may have poisoned */
     pthread_rwlock_t table_lock;
@@ -117,7 +134,7 @@ typedef struct sim {
 
 static unsigned char *sim_host(const sim *s, hg_devaddr a)
 {
-    return s->arena + (a - SIM_BASE);
+    return s->arena + (a - s->base);
 }
 
 /* Index of the last entry with addr <= a, or -1.  Caller holds a lock. */
@@ -158,7 +175,7 @@ static void *sim_translate(void *state, hg_devaddr addr, size_t bytes)
     return p;
 }
 
-static int sim_find_alloc(void *state, hg_devaddr addr, hg_devaddr *base, size_t *size)
+static int sim_find_alloc(void *state, hg_devaddr addr, hg_devaddr *base, size_t *size, bool *user)
 {
     sim *s = state;
     int rc = HG_ENOTFOUND;
@@ -167,6 +184,7 @@ static int sim_find_alloc(void *state, hg_devaddr addr, hg_devaddr *base, size_t
     if (i >= 0 && addr - s->allocs[i].addr < s->allocs[i].size) {
         *base = s->allocs[i].addr;
         *size = s->allocs[i].size;
+        *user = s->allocs[i].user;
         rc = 0;
     }
     device_rwlock_unlock(&s->table_lock);
@@ -180,7 +198,7 @@ static int sim_find_alloc(void *state, hg_devaddr addr, hg_devaddr *base, size_t
  * the write lock. */
 static bool sim_first_fit(const sim *s, uint64_t span, hg_devaddr *addr, size_t *at)
 {
-    uint64_t cursor = SIM_BASE;
+    uint64_t cursor = s->base;
     for (size_t i = 0; i < s->nallocs; i++) {
         if (s->allocs[i].addr - cursor >= span) {
             *addr = cursor;
@@ -189,7 +207,7 @@ static bool sim_first_fit(const sim *s, uint64_t span, hg_devaddr *addr, size_t 
         }
         cursor = s->allocs[i].addr + s->allocs[i].span;
     }
-    if (SIM_BASE + s->arena_bytes - cursor < span)
+    if (s->base + s->arena_bytes - cursor < span)
         return false;
     *addr = cursor;
     *at = s->nallocs;
@@ -218,7 +236,7 @@ static uint64_t sim_span(size_t bytes)
 }
 
 /* Reserves the range under the write lock; sim_prepare poisons it. */
-static int sim_malloc(void *state, size_t bytes, hg_devaddr *out)
+static int sim_malloc(void *state, size_t bytes, bool user, hg_devaddr *out)
 {
     sim *s = state;
     if (bytes > s->arena_bytes)
@@ -230,10 +248,10 @@ static int sim_malloc(void *state, size_t bytes, hg_devaddr *out)
     device_rwlock_wrlock(&s->table_lock);
     if (sim_table_reserve(s) && sim_first_fit(s, span, &addr, &at)) {
         memmove(&s->allocs[at + 1], &s->allocs[at], (s->nallocs - at) * sizeof *s->allocs);
-        s->allocs[at] = (sim_alloc){.addr = addr, .size = bytes, .span = span};
+        s->allocs[at] = (sim_alloc){.addr = addr, .size = bytes, .user = user, .span = span};
         s->nallocs++;
-        if (addr + span - SIM_BASE > s->high_water)
-            s->high_water = addr + span - SIM_BASE;
+        if (addr + span - s->base > s->high_water)
+            s->high_water = addr + span - s->base;
         *out = addr;
         rc = 0;
     }
@@ -252,13 +270,13 @@ static void sim_prepare(void *state, hg_devaddr addr, size_t bytes)
     memset(p, SIM_POISON, bytes);
 }
 
-static int sim_free(void *state, hg_devaddr addr, size_t *bytes)
+static int sim_free(void *state, hg_devaddr addr, bool user, size_t *bytes)
 {
     sim *s = state;
     int rc = HG_ENOTFOUND;
     device_rwlock_wrlock(&s->table_lock);
     long i = sim_find_index(s, addr);
-    if (i >= 0 && s->allocs[i].addr == addr) {
+    if (i >= 0 && s->allocs[i].addr == addr && s->allocs[i].user == user) {
         *bytes = s->allocs[i].size;
         sim_poison(sim_host(s, addr), s->allocs[i].span);
         size_t tail = s->nallocs - (size_t)i - 1;
@@ -428,6 +446,47 @@ static bool sim_start_cores(sim *s, const device_config *cfg)
     return true;
 }
 
+/* ------------------------------------------------------- address regions */
+
+/* Which regions open devices hold, process-wide: the one piece of state the
+ * sim shares between devices, because addresses must differ between them. */
+static pthread_mutex_t sim_regions_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t sim_regions_used[SIM_REGIONS / 64];
+static uint32_t sim_regions_next; /* round robin: a freed region comes back last */
+
+/* Takes the next free region; false if all SIM_REGIONS are held. */
+static bool sim_region_take(sim *s)
+{
+    bool ok = false;
+    pthread_mutex_lock(&sim_regions_lock);
+    for (uint32_t n = 0; n < SIM_REGIONS && !ok; n++) {
+        uint32_t r = (sim_regions_next + n) % SIM_REGIONS;
+        if (sim_regions_used[r / 64] & (1ull << (r % 64)))
+            continue;
+        sim_regions_used[r / 64] |= 1ull << (r % 64);
+        sim_regions_next = (r + 1) % SIM_REGIONS;
+        s->region = r;
+        s->base = (hg_devaddr)(SIM_FIRST_REGION + r) << SIM_REGION_SHIFT;
+        ok = true;
+    }
+    pthread_mutex_unlock(&sim_regions_lock);
+    return ok;
+}
+
+static void sim_region_give(const sim *s)
+{
+    pthread_mutex_lock(&sim_regions_lock);
+    sim_regions_used[s->region / 64] &= ~(1ull << (s->region % 64));
+    pthread_mutex_unlock(&sim_regions_lock);
+}
+
+/* Whether addr lies in this device's region (allocated or not). */
+static bool sim_owns(void *state, hg_devaddr addr)
+{
+    const sim *s = state;
+    return addr - s->base < SIM_REGION_BYTES;
+}
+
 /* ---------------------------------------------------------- open and close */
 
 static void sim_close(void *state)
@@ -442,6 +501,8 @@ static void sim_close(void *state)
         sim_unpoison(s->arena, s->high_water);
         munmap(s->arena, s->arena_bytes);
     }
+    if (s->base != 0)
+        sim_region_give(s);
     free(s->allocs);
     free(s->cores);
     pthread_cond_destroy(&s->core_done);
@@ -461,7 +522,7 @@ static bool sim_reserve_arena(sim *s, uint64_t mem_bytes)
      * fits its last allocation. */
     uint64_t bytes = (mem_bytes + HG_DEVICE_ALIGN - 1) & ~(uint64_t)(HG_DEVICE_ALIGN - 1);
     bytes *= SIM_REDZONE != 0 ? 2 : 1;
-    if (bytes > SIZE_MAX)
+    if (bytes > SIZE_MAX || bytes > SIM_REGION_BYTES)
         return false;
     void *p = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -490,7 +551,7 @@ static int sim_open(const device_config *cfg, void **state)
     pthread_mutex_init(&s->core_lock, NULL);
     pthread_cond_init(&s->core_start, NULL);
     pthread_cond_init(&s->core_done, NULL);
-    if (!sim_reserve_arena(s, cfg->mem_bytes) || !sim_start_cores(s, cfg)) {
+    if (!sim_region_take(s) || !sim_reserve_arena(s, cfg->mem_bytes) || !sim_start_cores(s, cfg)) {
         sim_close(s);
         return HG_ENOMEM;
     }
@@ -511,5 +572,6 @@ const device_ops device_sim_ops = {
     .fill = sim_fill,
     .translate = sim_translate,
     .find_alloc = sim_find_alloc,
+    .owns = sim_owns,
     .run_cores = sim_run_cores,
 };

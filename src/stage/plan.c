@@ -109,14 +109,33 @@ static int classify_host(stage_arg *sa, hg_residency residency, bool cache, hg_e
     return 0;
 }
 
+/* Why a non-empty device view's address is refused, by its owner. */
+static const char *device_view_refusal(device_addr_owner owner)
+{
+    switch (owner) {
+    case DEVICE_ADDR_RUNTIME:
+        return "runtime-owned memory (a retained buffer, resident copy or scratch)";
+    case DEVICE_ADDR_NONE:
+        return "no live allocation (freed, or never allocated)";
+    default:
+        return "not an address of this device (another device's, or none)";
+    }
+}
+
+/* A non-empty device view must lie inside one user allocation
+ * (hg_devbuf_malloc) of the runner's own device. */
 static int classify_device(stage_arg *sa, hg_device *dev, hg_err *e)
 {
-    hg_devaddr base;
-    size_t size;
+    hg_devaddr base = 0;
+    size_t size = 0;
     const hg_devaddr start = sa->tensor.device;
-    if (device_find_alloc(dev, start, &base, &size) != 0)
-        return err_set(e, HG_ERANGE, "arg '%s': device address 0x%llx is not in a live allocation",
-                       sa->name, (unsigned long long)start);
+    const device_addr_owner owner = device_addr_lookup(dev, start, &base, &size);
+    if (owner != DEVICE_ADDR_USER)
+        return err_set(e, HG_ERANGE,
+                       "arg '%s': device address 0x%llx is not in a user allocation of device "
+                       "%s: %s",
+                       sa->name, (unsigned long long)start, hg_device_spec(dev),
+                       device_view_refusal(owner));
     const size_t room = size - (size_t)(start - base);
     if (sa->hi > room)
         return err_set(e, HG_ERANGE,

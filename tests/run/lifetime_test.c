@@ -18,8 +18,9 @@
 #include "base/trace.h"
 #include "graph/graph.h"
 #include "hostgraph.h"
-#include "testlib.h"
 #include "test_device.h"
+#include "test_orch.h"
+#include "testlib.h"
 
 enum { N = 256 };
 
@@ -68,10 +69,8 @@ static void free_dead(void)
  * been copied by the time submit returned. */
 static int submit_from_dying_record(hg_orch *o, const char *name, uint32_t tasks)
 {
-    const hg_arg *in, *out;
-    hg_orch_arg(o, 0, &in);
-    hg_orch_arg(o, 1, &out);
-    hg_task_arg ta[2] = {{0, HG_IN, in->tensor}, {1, HG_OUT, out->tensor}};
+    hg_task_arg ta[2];
+    test_pair_args(o, ta);
     for (uint32_t t = 0; t < tasks; t++) {
         heap_kernel *hk = ndead < MAX_DEAD ? malloc(sizeof *hk) : NULL;
         if (hk == NULL)
@@ -103,10 +102,8 @@ static int orch_many_tasks(hg_orch *o, void *user)
 /* Submits with a record on this frame, which is gone when it returns. */
 static __attribute__((noinline)) int submit_from_stack_record(hg_orch *o)
 {
-    const hg_arg *in, *out;
-    hg_orch_arg(o, 0, &in);
-    hg_orch_arg(o, 1, &out);
-    hg_task_arg ta[2] = {{0, HG_IN, in->tensor}, {1, HG_OUT, out->tensor}};
+    hg_task_arg ta[2];
+    test_pair_args(o, ta);
     char name[32];
     snprintf(name, sizeof name, "stack_kernel");
     hg_kernel record = {name, k_plus_one, HG_CORE_VECTOR};
@@ -133,12 +130,7 @@ static int orch_stack_record(hg_orch *o, void *user)
 /* Submits `user`, a kernel record that outlives the run (its name may not). */
 static int orch_record(hg_orch *o, void *user)
 {
-    const hg_arg *in, *out;
-    hg_orch_arg(o, 0, &in);
-    hg_orch_arg(o, 1, &out);
-    hg_task_arg ta[2] = {{0, HG_IN, in->tensor}, {1, HG_OUT, out->tensor}};
-    hg_task_desc d = {user, ta, 2, NULL, 0, NULL, 0};
-    return hg_task_submit(o, &d, NULL);
+    return test_submit_pair(o, user);
 }
 
 typedef struct fixture {
@@ -180,6 +172,16 @@ static void fixture_close(fixture *f)
     hg_device_close(f->dev);
 }
 
+/* Whether the run computed out = in + 1. */
+static bool out_is_in_plus_one(const fixture *f)
+{
+    const float *out = hg_hostbuf_data(f->out);
+    for (int i = 0; i < N; i++)
+        if (out[i] != (float)i + 1.0f)
+            return false;
+    return true;
+}
+
 /* The whole of a small file as a string (NULL if it cannot be read). */
 static char *read_file(const char *path)
 {
@@ -201,9 +203,7 @@ TEST(kernel_record_may_die_when_submit_returns)
     ASSERT_OK(hg_runner_run(f.runner, &c, f.args, 2, NULL));
     ASSERT_EQ(wrong_runs, 0);
     ASSERT_EQ(right_runs, 1);
-    const float *out = hg_hostbuf_data(f.out);
-    for (int i = 0; i < N; i++)
-        ASSERT(out[i] == (float)i + 1.0f);
+    ASSERT(out_is_in_plus_one(&f));
     fixture_close(&f);
 }
 
@@ -214,9 +214,7 @@ TEST(kernel_record_on_a_returned_stack_frame)
     hg_callable c = {"stack", orch_stack_record, NULL};
     ASSERT_OK(hg_runner_run(f.runner, &c, f.args, 2, NULL));
     ASSERT_EQ(right_runs, 1);
-    const float *out = hg_hostbuf_data(f.out);
-    for (int i = 0; i < N; i++)
-        ASSERT(out[i] == (float)i + 1.0f);
+    ASSERT(out_is_in_plus_one(&f));
     fixture_close(&f);
 }
 
