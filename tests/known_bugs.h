@@ -14,6 +14,8 @@
  *    6  the generation moves more than once per run for one buffer
  *    7  resident copies of destroyed host buffers never dropped
  *   10  hg_tensor_is_dense true for a view whose byte extent overflows
+ *   11  two resident args over one copy (same buffer and extent) in a run:
+ *       the second uploads it whole when the buffer moved on since publish
  */
 #ifndef HG_KNOWN_BUGS_H
 #define HG_KNOWN_BUGS_H

@@ -24,22 +24,22 @@
  * staged ones, and are 0 for an exact repeat with nothing changed;
  * hg_runner_copied_back is the ranges tasks wrote; an undeclared write under
  * a resident arg is HG_ESTALE or never read stale, and HG_ESTALE for an
- * exact repeat of a run whose copies are current.
+ * exact repeat of a run whose copies are current (residency_oracle.c).
  *
- * Known defects (fuzz.h's HG_FUZZ_KNOWN_BUGS) whose scenarios are generated
- * only on request: 1 declared writes to a buffer with an undeclared write
- * pending; 2 device views of another device; 4 API writes during a run to
- * a resident INOUT arg's buffer; 6 two written args on one buffer; 7 the
- * count of a runner's resident copies bounded by the live buffers' extents.
+ * Known defects (tests/known_bugs.h, HG_FUZZ_KNOWN_BUGS) whose scenarios
+ * are generated only on request: 1 declared writes to a buffer with an
+ * undeclared write pending; 2 device views of another device; 4 API writes
+ * during a run to a resident INOUT arg's buffer; 6 two written args on one
+ * buffer; 7 the count of a runner's resident copies bounded by the live
+ * buffers' extents; 11 no byte up for an exact repeat when two args share
+ * one copy.
  */
 #include <stdint.h>
 #include <string.h>
 
 #include "fuzz.h"
 #include "hostgraph.h"
-
-enum { NDEV = 2, NRUNNER = 3, NBUF = 4, MAX_BUF = 512, MAX_ARGS = 4, VIEW = 256, MAX_OPS = 64 };
-enum { MAX_KEYS = 128 };
+#include "residency.h"
 
 /* Every written arg's byte j becomes s + 31 j + 17 a (+ its old value for
  * INOUT), s the byte sum of every read arg: any stale input shows. */
@@ -65,93 +65,6 @@ static int k_model(const hg_kernel_ctx *ctx)
     return 0;
 }
 static const hg_kernel K_MODEL = {"model", k_model, HG_CORE_VECTOR};
-
-typedef struct fz_buf {
-    hg_hostbuf *hb;
-    unsigned char *mem; /* wrapped harness memory, or NULL when created */
-    size_t size;
-    unsigned char model[MAX_BUF]; /* the bytes the host must hold */
-    uint64_t gen;                 /* the generation it must have */
-    uint64_t changes;             /* declared changes (writes, copy-backs, re-wraps) */
-    bool pending;                 /* an undeclared write in [ulo, uhi) */
-    bool virgin;                  /* no declared change since registered */
-    size_t ulo, uhi;
-} fz_buf;
-
-/* One run's args, as generated. */
-typedef struct fz_run {
-    uint32_t n;
-    hg_arg args[MAX_ARGS];
-    int slot[MAX_ARGS]; /* host buffer slot, or -1 for a device view */
-    int vdev[MAX_ARGS]; /* a device view's device */
-    size_t lo[MAX_ARGS], len[MAX_ARGS];
-    hg_range cut[MAX_ARGS]; /* what the task touches, within the extent */
-    /* A host write through the API during orchestration. */
-    int iw_slot; /* -1: none */
-    size_t iw_lo, iw_len;
-    unsigned char iw_val;
-    bool iw_done;
-    hg_hostbuf *iw_hb;
-} fz_run;
-
-/* A resident copy's key: host buffer id and byte extent. */
-typedef struct fz_key {
-    uint64_t id;
-    size_t lo, hi;
-} fz_key;
-
-typedef struct fz_runner {
-    hg_runner *r;
-    uint32_t dev;
-    bool verify;
-    /* The last run, while nothing it depends on changed (else !valid). */
-    bool last_valid, last_ok, last_fit;
-    fz_run last;
-    uint64_t last_changes[NBUF];
-    fz_key keys[MAX_KEYS]; /* resident copies it may hold: of live buffers */
-    uint32_t nkeys;
-} fz_runner;
-
-typedef struct fz_world {
-    fz_in in;
-    hg_device *dev[NDEV];
-    hg_devaddr view[NDEV];
-    unsigned char view_model[NDEV][VIEW];
-    fz_runner run[NRUNNER];
-    fz_buf buf[NBUF];
-    bool bug[8]; /* known defects whose scenarios are generated */
-    bool trace;  /* HG_FUZZ_TRACE=1: print each operation */
-} fz_world;
-
-#define TRACE(w, ...)                                                                              \
-    do {                                                                                           \
-        if ((w)->trace)                                                                            \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-    } while (0)
-
-static unsigned char *buf_data(const fz_buf *b)
-{
-    return hg_hostbuf_data(b->hb);
-}
-
-/* --------------------------------------------------------------- checks */
-
-static void check_host(const fz_world *w, const char *when)
-{
-    for (int i = 0; i < NBUF; i++) {
-        const fz_buf *b = &w->buf[i];
-        if (memcmp(buf_data(b), b->model, b->size) != 0) {
-            size_t j = 0;
-            while (buf_data(b)[j] == b->model[j])
-                j++;
-            fz_fail("%s: buffer %d byte %zu is %u, the oracle says %u", when, i, j, buf_data(b)[j],
-                    b->model[j]);
-        }
-        if (hg_hostbuf_generation(b->hb) != b->gen)
-            fz_fail("%s: buffer %d generation %llu, the oracle says %llu", when, i,
-                    (unsigned long long)hg_hostbuf_generation(b->hb), (unsigned long long)b->gen);
-    }
-}
 
 /* ------------------------------------------------------------ buffers */
 
@@ -199,13 +112,6 @@ static void buf_open(fz_world *w, int i, size_t size, bool wrap, unsigned char f
         b->gen++;
     }
     b->virgin = true;
-}
-
-/* A declared change: a write, a mark, a copy-back. */
-static void buf_changed(fz_buf *b)
-{
-    b->changes++;
-    b->virgin = false;
 }
 
 static void buf_close(fz_world *w, int i)
@@ -354,11 +260,6 @@ static int orch_model(hg_orch *o, void *user)
 
 static const char *const NAMES[MAX_ARGS] = {"a0", "a1", "a2", "a3"};
 
-static bool is_written(hg_dir d)
-{
-    return d == HG_OUT || d == HG_INOUT;
-}
-
 /* Arg k over slot i, or over a device view of device `vd` when i < 0. */
 static void make_arg(fz_world *w, fz_run *run, uint32_t k, int i, int vd)
 {
@@ -404,8 +305,9 @@ static bool make_run(fz_world *w, uint32_t r, fz_run *run)
     }
     uint8_t c = fz_u8(&w->in);
     run->iw_slot = -1;
-    if (c % 6 == 5) {
-        run->iw_slot = (int)((c >> 3) % NBUF);
+    if (c % 6 == 5) { /* mostly into one of the run's own buffers */
+        int k = (int)((c >> 3) % (run->n + 1));
+        run->iw_slot = k < (int)run->n && run->slot[k] >= 0 ? run->slot[k] : (c >> 5) % NBUF;
         fz_buf *b = &w->buf[run->iw_slot];
         run->iw_lo = fz_below(&w->in, (uint32_t)b->size);
         run->iw_len = 1 + fz_below(&w->in, (uint32_t)(b->size - run->iw_lo));
@@ -428,148 +330,14 @@ static bool make_run(fz_world *w, uint32_t r, fz_run *run)
     return run->iw_slot < 0 || may_declare(w, run->iw_slot);
 }
 
-/* What the oracle expects of a run before it starts. */
-typedef struct fz_expect {
-    bool einval;     /* overlapping host args, one of them written */
-    bool refuse;     /* a view of another device (defect 2) */
-    bool may_stale;  /* a resident arg over an undeclared write, in verify mode */
-    bool must_stale; /* ... and its copy is current: an exact repeat */
-    bool must_zero;  /* an exact repeat, nothing changed: no byte moves up */
-    bool faulted;
-} fz_expect;
-
-static bool overlap(size_t a, size_t alen, size_t b, size_t blen)
-{
-    return alen && blen && a < b + blen && b < a + alen;
-}
-
-static void expect_of(const fz_world *w, uint32_t r, const fz_run *run, bool repeat, fz_expect *x)
-{
-    const fz_runner *fr = &w->run[r];
-    memset(x, 0, sizeof *x);
-    bool all_resident = true;
-    for (uint32_t k = 0; k < run->n; k++) {
-        int i = run->slot[k];
-        hg_dir d = run->args[k].dir;
-        if (i < 0) {
-            x->refuse |= run->vdev[k] != (int)fr->dev && run->len[k] > 0;
-            continue;
-        }
-        for (uint32_t j = k + 1; j < run->n; j++)
-            if (run->slot[j] == i && (is_written(d) || is_written(run->args[j].dir)) &&
-                overlap(run->lo[k], run->len[k], run->lo[j], run->len[j]))
-                x->einval = true;
-        bool resident = run->args[k].residency == HG_RESIDENT && d != HG_OUT;
-        all_resident &= resident || d == HG_OUT || run->len[k] == 0;
-        const fz_buf *b = &w->buf[i];
-        if (resident && fr->verify && b->pending &&
-            overlap(b->ulo, b->uhi - b->ulo, run->lo[k], run->len[k]))
-            x->may_stale = true;
-    }
-    bool same = repeat && fr->last_valid && fr->last_ok && fr->last_fit && !x->einval;
-    for (int i = 0; same && i < NBUF; i++)
-        same = fr->last_changes[i] == w->buf[i].changes;
-    x->must_stale = same && x->may_stale;
-    x->must_zero = same && !x->may_stale && all_resident;
-}
-
-/* The bytes each written arg's cut must hold after the run. */
-static void oracle_outputs(const fz_world *w, uint32_t r, const fz_run *run,
-                           unsigned char out[MAX_ARGS][MAX_BUF])
-{
-    const unsigned char *src[MAX_ARGS];
-    uint32_t sum = 0;
-    for (uint32_t k = 0; k < run->n; k++) {
-        int i = run->slot[k];
-        src[k] =
-            (i >= 0 ? w->buf[i].model : w->view_model[w->run[r].dev]) + run->lo[k] + run->cut[k].lo;
-        if (run->args[k].dir != HG_OUT)
-            for (size_t j = 0; j < run->cut[k].hi - run->cut[k].lo; j++)
-                sum += src[k][j];
-    }
-    for (uint32_t k = 0; k < run->n; k++) {
-        if (!is_written(run->args[k].dir))
-            continue;
-        for (size_t j = 0; j < run->cut[k].hi - run->cut[k].lo; j++) {
-            unsigned char v = (unsigned char)(sum + 31u * j + 17u * k);
-            out[k][j] = run->args[k].dir == HG_INOUT ? (unsigned char)(src[k][j] + v) : v;
-        }
-    }
-}
-
-/* A successful run: the model moves on, then stats and copied-back ranges. */
-static void check_success(fz_world *w, uint32_t r, const fz_run *run, const fz_expect *x,
-                          unsigned char out[MAX_ARGS][MAX_BUF], const hg_run_stats *s)
-{
-    uint64_t d2h = 0, up_max = 0, up_min = 0;
-    bool bumped[NBUF] = {false};
-    for (uint32_t k = 0; k < run->n; k++) {
-        int i = run->slot[k];
-        size_t cut = run->cut[k].hi - run->cut[k].lo;
-        hg_range got[2];
-        size_t n = 0;
-        int rc = hg_runner_copied_back(w->run[r].r, k, got, 2, &n);
-        bool back = i >= 0 && is_written(run->args[k].dir) && cut > 0;
-        size_t at = run->lo[k] + run->cut[k].lo;
-        if (rc != 0 || n != (back ? 1u : 0u) ||
-            (back && (got[0].lo != at || got[0].hi != at + cut)))
-            fz_fail("arg %u: hg_runner_copied_back gave %zu ranges (rc %d), [%zu, %zu) expected", k,
-                    n, rc, back ? at : 0, back ? at + cut : 0);
-        if (i < 0)
-            continue;
-        if (run->args[k].dir != HG_OUT) {
-            up_max += run->len[k];
-            up_min += run->args[k].residency == HG_STAGED ? run->len[k] : 0;
-        }
-        if (back) {
-            memcpy(w->buf[i].model + at, out[k], cut);
-            d2h += cut;
-            bumped[i] = true;
-        }
-    }
-    for (int i = 0; i < NBUF; i++)
-        if (bumped[i]) {
-            w->buf[i].gen++; /* one write step per buffer per run */
-            buf_changed(&w->buf[i]);
-        }
-    if (s->d2h_bytes != d2h)
-        fz_fail("d2h %llu bytes, the tasks wrote %llu", (unsigned long long)s->d2h_bytes,
-                (unsigned long long)d2h);
-    if (s->h2d_bytes > up_max || s->h2d_bytes < up_min || (x->must_zero && s->h2d_bytes != 0))
-        fz_fail("h2d %llu bytes, expected %s [%llu, %llu]", (unsigned long long)s->h2d_bytes,
-                x->must_zero ? "0 (a repeat, nothing changed), within" : "within",
-                (unsigned long long)up_min, (unsigned long long)up_max);
-}
-
-static void trace_run(const fz_world *w, uint32_t r, const fz_run *run, bool repeat,
-                      const fz_expect *x, int rc, const hg_run_stats *s)
-{
-    if (!w->trace)
-        return;
-    fprintf(stderr, "%s runner %u (verify %d):", repeat ? "repeat" : "run", r, w->run[r].verify);
-    for (uint32_t k = 0; k < run->n; k++)
-        fprintf(stderr, " [%s %s%s%d [%zu,+%zu) cut [%zu,%zu)]",
-                (const char *[]){"?", "IN", "OUT", "INOUT"}[run->args[k].dir],
-                run->args[k].residency ? "resident " : "", run->slot[k] < 0 ? "view " : "buf ",
-                run->slot[k] < 0 ? run->vdev[k] : run->slot[k], run->lo[k], run->len[k],
-                run->cut[k].lo, run->cut[k].hi);
-    if (run->iw_slot >= 0)
-        fprintf(stderr, " in-run write buffer %d [%zu,+%zu)", run->iw_slot, run->iw_lo,
-                run->iw_len);
-    fprintf(stderr, "%s%s%s -> rc %d h2d %llu d2h %llu hits %llu\n", x->faulted ? " fault" : "",
-            x->must_stale ? " must-stale" : "", x->must_zero ? " must-zero" : "", rc,
-            (unsigned long long)s->h2d_bytes, (unsigned long long)s->d2h_bytes,
-            (unsigned long long)s->resident_hits);
-}
-
 /* Runs `run` on runner r and checks every promise the oracle knows. */
 static void do_run(fz_world *w, uint32_t r, fz_run *run, bool repeat)
 {
     fz_runner *fr = &w->run[r];
     fz_expect x;
-    expect_of(w, r, run, repeat, &x);
+    residency_expect(w, r, run, repeat, &x);
     static unsigned char out[MAX_ARGS][MAX_BUF];
-    oracle_outputs(w, r, run, out);
+    residency_outputs(w, r, run, out);
     uint8_t f = fz_u8(&w->in);
     x.faulted = f % 8 == 7;
     hg_device *dev = w->dev[fr->dev];
@@ -582,7 +350,7 @@ static void do_run(fz_world *w, uint32_t r, fz_run *run, bool repeat)
     int rc = hg_runner_run(fr->r, &call, run->args, run->n, &s);
     hg_device_inject_fault(dev, HG_FAULT_ALLOC, 0);
     hg_device_inject_fault(dev, HG_FAULT_COPY, 0);
-    trace_run(w, r, run, repeat, &x, rc, &s);
+    residency_trace(w, r, run, repeat, &x, rc, &s);
     for (uint32_t k = 0; k < run->n; k++)
         if (run->slot[k] >= 0 && run->args[k].residency == HG_RESIDENT && run->len[k] > 0 &&
             run->args[k].dir != HG_OUT)
@@ -609,8 +377,8 @@ static void do_run(fz_world *w, uint32_t r, fz_run *run, bool repeat)
     if (rc != 0 && !x.einval && !x.refuse && rc != HG_ESTALE && !fault_rc)
         fz_fail("run failed: rc %d: %s", rc, hg_runner_errmsg(fr->r));
     if (rc == 0)
-        check_success(w, r, run, &x, out, &s);
-    check_host(w, rc == 0 ? "after a run" : "after a failed run");
+        residency_check_success(w, r, run, &x, out, &s);
+    residency_check_host(w, rc == 0 ? "after a run" : "after a failed run");
     if (w->bug[7] && hg_runner_resident_copies(fr->r) > fr->nkeys)
         fz_fail("runner %u holds %u resident copies, its live buffers' extents are %u", r,
                 hg_runner_resident_copies(fr->r), fr->nkeys);
@@ -621,9 +389,12 @@ static void do_run(fz_world *w, uint32_t r, fz_run *run, bool repeat)
         fr->last = *run;
     fr->last_valid = true;
     fr->last_ok = rc == 0;
-    fr->last_fit = rc == 0 && s.resident_staged == 0;
-    for (int i = 0; i < NBUF; i++)
+    /* A write during the run leaves an IN copy at the bind generation. */
+    fr->last_fit = rc == 0 && s.resident_staged == 0 && !run->iw_done;
+    for (int i = 0; i < NBUF; i++) {
         fr->last_changes[i] = w->buf[i].changes;
+        memcpy(fr->last_bytes[i], w->buf[i].model, MAX_BUF);
+    }
 }
 
 static void op_run(fz_world *w)
@@ -738,7 +509,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     w->in = (fz_in){data, size, 0};
     const char *trace = getenv("HG_FUZZ_TRACE");
     w->trace = trace != NULL && *trace != '\0' && *trace != '0';
-    for (unsigned b = 1; b < 8; b++)
+    for (unsigned b = 1; b < 12; b++)
         w->bug[b] = fz_known(b);
     world_open(w);
     for (int op = 0; op < MAX_OPS && !fz_done(&w->in); op++) {
