@@ -20,9 +20,9 @@
 enum { P_GRID, P_TILE, P_GRID_K };
 
 static const scene_param bgemm_params[] = {
-    [P_GRID] = {"grid", 4, 1, 16, "tiles per side of C (grid_m = grid_n)", "tiles"},
-    [P_TILE] = {"tile", 32, 1, 512, "tile edge in elements"},
-    [P_GRID_K] = {"grid_k", 0, 0, 16, "tiles along K (0: same as grid)"},
+    [P_GRID] = {"grid", 4, 1, 16, "tiles per side of C (grid_m = grid_n)", "tiles", NULL},
+    [P_TILE] = {"tile", 32, 1, 512, "tile edge in elements", NULL, NULL},
+    [P_GRID_K] = {"grid_k", 0, 0, 16, "tiles along K (0: same as grid)", NULL, NULL},
 };
 
 enum { CFG_TILE, CFG_GM, CFG_GN, CFG_GK, CFG_LEN };

@@ -54,16 +54,19 @@ static const scene_param q3_params[] = {
                   "tiny (tests: hidden 64) or real (Qwen3-14B's layer: hidden 5120, 40/8 heads "
                   "of 128, intermediate 17408)",
                   NULL, preset_names},
-    [P_LAYERS] = {"layers", 0, 0, 40, "decoder layers (0: the preset's, 2 or 4)"},
-    [P_BATCH] = {"batch", 16, 1, 256, "sequences in the batch"},
+    [P_LAYERS] = {"layers", 0, 0, 40, "decoder layers (0: the preset's, 2 or 4)", NULL, NULL},
+    [P_BATCH] = {"batch", 16, 1, 256, "sequences in the batch", NULL, NULL},
     [P_CONTEXT] = {"context", 0, 0, 40959,
                    "cached tokens of the longest sequence; others up to 22% fewer (0: the "
-                   "preset's, 40 or 3500)"},
+                   "preset's, 40 or 3500)",
+                   NULL, NULL},
     [P_ROPE_LEN] = {"rope_len", 0, 0, 40960,
-                    "rows of the rope cos/sin tables, > context (0: the preset's, 64 or 4096)"},
-    [P_BLOCK] = {"block_size", 0, 0, 1024, "tokens per cache block (0: the preset's, 8 or 128)"},
+                    "rows of the rope cos/sin tables, > context (0: the preset's, 64 or 4096)",
+                    NULL, NULL},
+    [P_BLOCK] = {"block_size", 0, 0, 1024, "tokens per cache block (0: the preset's, 8 or 128)",
+                 NULL, NULL},
     [P_CHUNK] = {"chunk_blocks", 0, 0, 8,
-                 "cache blocks per attention chunk task (0: the preset's, 2 or 4)"},
+                 "cache blocks per attention chunk task (0: the preset's, 2 or 4)", NULL, NULL},
 };
 
 static size_t pick(int64_t v, size_t tiny, size_t real, int64_t preset)

@@ -11,8 +11,8 @@
 enum { P_N, P_TILE };
 
 static const scene_param vector_add_params[] = {
-    [P_N] = {"n", 1 << 20, 0, 1 << 27, "elements in a, b and c"},
-    [P_TILE] = {"tile", 1 << 16, 1, 1 << 27, "elements per task"},
+    [P_N] = {"n", 1 << 20, 0, 1 << 27, "elements in a, b and c", NULL, NULL},
+    [P_TILE] = {"tile", 1 << 16, 1, 1 << 27, "elements per task", NULL, NULL},
 };
 
 /* c[i] = a[i] + b[i] over one 1-D tile; args: a (IN), b (IN), c (OUT). */
