@@ -292,7 +292,8 @@ static void layout_of(const hg_tensor *t, layout *l)
 bool hg_tensor_is_dense(const hg_tensor *t)
 {
     elem_span s;
-    if (view_span(t, &s) != 0)
+    size_t lo, hi; /* the byte extent too: a view whose bytes overflow is not computable */
+    if (view_span(t, &s) != 0 || hg_tensor_extent(t, &lo, &hi) != 0)
         return false;
     if (s.empty)
         return true;
