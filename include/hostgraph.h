@@ -123,7 +123,11 @@ int hg_hostbuf_create(size_t bytes, hg_hostbuf **out);
  * with bytes, or the memory overlaps a live buffer); HG_ENOMEM. */
 int hg_hostbuf_wrap(void *data, size_t bytes, hg_hostbuf **out);
 /* Forgets the buffer (frees its memory if it was created) and releases its
- * memory's registration. NULL is a no-op. */
+ * memory's registration.  Its resident copies in every runner are freed on
+ * the device at once (each runner forgets their records at its next run or
+ * query), so wrapping a fresh buffer every step never fills the device.  Do
+ * not destroy a buffer while a run that uses it is in flight.  NULL is a
+ * no-op. */
 void hg_hostbuf_destroy(hg_hostbuf *hb);
 /* The calling thread's last error of hg_hostbuf_create or hg_hostbuf_wrap as
  * one line naming the argument and the value; "" after either succeeded (and
@@ -565,13 +569,22 @@ void hg_runner_set_poison_scratch(hg_runner *r, bool on);
  *     bytes of OUT and INOUT args covered by task args that write them.  An
  *     OUT arg's bytes no task wrote stay untouched on the host; a strided
  *     view's gaps keep their host bytes.  It is all or nothing: everything
- *     lands in host staging first, in one batched copy, and reaches the host
- *     buffers only when every range succeeded; then each written buffer's
- *     generation moves on once.  A strided written view crosses the link as
- *     its whole extent or one range per contiguous run, whichever is cheaper.
+ *     is planned (every host allocation made) and lands in host staging
+ *     first, in one batched copy, and reaches the host buffers only when
+ *     every range succeeded, each written byte copied to the host once
+ *     however many tasks wrote it; then each written buffer's generation
+ *     moves on once (one write step per buffer per run).  A strided written
+ *     view crosses the link as its whole extent or one range per contiguous
+ *     run, whichever is cheaper.  A written view whose dims overlap so much
+ *     that its runs cannot be listed (more than 4 times its extent's
+ *     elements, beyond 2^20) fails the run with HG_ELIMIT before anything
+ *     is copied.
  *   - publish: only when everything above succeeded are the run's resident
- *     copies recorded as current (at their host buffers' generations after
- *     copy-back).  Before anything writes a resident copy's device bytes (an
+ *     copies recorded as current: an IN's at the generation sampled at bind,
+ *     an INOUT's at the generation its copy-back gave the buffer, and only
+ *     if nothing else (a write through the API during the run) moved that
+ *     generation; else it stays not current and the next run uploads it.
+ *     Before anything writes a resident copy's device bytes (an
  *     upload, or execution of a run that writes it as INOUT) it is marked
  *     not current, so a failed run leaves nothing that looks fresh.
  *   - on failure (at any stage, copy-back included) no host byte and no
