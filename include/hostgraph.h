@@ -254,8 +254,9 @@ int hg_devbuf_malloc(hg_device *dev, size_t bytes, hg_devaddr *out);
  * runner's retained buffer, resident copies and scratch are not the user's
  * to free). */
 int hg_devbuf_free(hg_device *dev, hg_devaddr addr);
-/* HG_ERANGE if [dst, dst+bytes) is not inside one live allocation of dev
- * (another device's address never is). */
+/* HG_ERANGE if [dst, dst+bytes) is not inside one live user allocation of
+ * dev (another device's address never is, and the runtime's memory is not
+ * the user's to read or write). */
 int hg_devbuf_copy_to(hg_device *dev, hg_devaddr dst, const void *src, size_t bytes);
 int hg_devbuf_copy_from(hg_device *dev, void *dst, hg_devaddr src, size_t bytes);
 

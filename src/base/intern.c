@@ -73,15 +73,16 @@ const char *intern_get(intern_table *t, const char *s)
 {
     if (s == NULL)
         return NULL;
-    if (s == t->last_src && strcmp(s, t->last) == 0)
-        return t->last;
+    const size_t r = ((uintptr_t)s >> 4) & (INTERN_RECENT - 1);
+    if (s == t->recent[r].src && strcmp(s, t->recent[r].str) == 0)
+        return t->recent[r].str;
     size_t len;
     const uint64_t hash = intern_hash(s, &len);
     if (t->cap > 0) {
         intern_slot *hit = intern_probe(t->slots, t->cap, hash, s);
         if (hit->str != NULL) {
-            t->last_src = s;
-            return t->last = hit->str;
+            t->recent[r].src = s;
+            return t->recent[r].str = hit->str;
         }
     }
     if ((t->count + 1) * 2 > t->cap && intern_grow(t) != 0)
@@ -93,6 +94,6 @@ const char *intern_get(intern_table *t, const char *s)
     intern_slot *slot = intern_probe(t->slots, t->cap, hash, s);
     *slot = (intern_slot){.hash = hash, .str = copy};
     t->count++;
-    t->last_src = s;
-    return t->last = copy;
+    t->recent[r].src = s;
+    return t->recent[r].str = copy;
 }

@@ -7,15 +7,19 @@
  * copy per distinct name, so a million tasks of one kernel store its name
  * once, and a lookup of a name already held allocates nothing.
  *
- * Cost: O(len) expected per lookup (one strcmp when the same pointer is
- * passed twice in a row; else one hash of the string, then expected O(1) probes: open addressing,
- * at most half full); memory O(distinct strings).  Not locked: its owner serialises access.
+ * Cost: O(len) expected per lookup: one strcmp when a pointer passed
+ * recently comes again (so a submit of a known kernel record costs a few ns,
+ * bench/task_overhead); else one hash of the string and expected O(1)
+ * probes (open addressing, at most half full).  Memory O(distinct strings).
+ * Not locked: its owner serialises access.
  */
 #ifndef HG_BASE_INTERN_H
 #define HG_BASE_INTERN_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#define INTERN_RECENT 16 /* a power of two */
 
 typedef struct intern_slot {
     uint64_t hash;
@@ -25,11 +29,13 @@ typedef struct intern_slot {
 typedef struct intern_table {
     intern_slot *slots; /* capacity: a power of two, or 0 */
     size_t cap, count;
-    /* The last lookup: a caller passing the same pointer again (a kernel
-     * record submitted task after task) pays one strcmp, not a hash.  The
-     * pointer alone proves nothing (its bytes may have changed): the strcmp
-     * does. */
-    const char *last_src, *last;
+    /* Recent lookups by the caller's pointer (direct mapped): a caller
+     * passing the same few pointers again (kernel records submitted task
+     * after task) pays one strcmp, not a hash.  The pointer alone proves
+     * nothing (its bytes may have changed): the strcmp does. */
+    struct {
+        const char *src, *str;
+    } recent[INTERN_RECENT];
 } intern_table;
 
 /* An empty table (all zero is one too). */

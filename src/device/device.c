@@ -430,13 +430,26 @@ int device_copy_from(hg_device *dev, void *dst, hg_devaddr src, size_t bytes,
     return device_copy_batch(dev, false, &one, 1, tally, NULL);
 }
 
+/* The user's copies reach only user allocations: a resident copy written
+ * behind the runtime's back would be used as fresh. */
+static bool device_user_range(hg_device *dev, hg_devaddr addr, size_t bytes)
+{
+    hg_devaddr base;
+    size_t size;
+    return bytes == 0 || device_addr_lookup(dev, addr, &base, &size) == DEVICE_ADDR_USER;
+}
+
 int hg_devbuf_copy_to(hg_device *dev, hg_devaddr dst, const void *src, size_t bytes)
 {
+    if (dev != NULL && !device_user_range(dev, dst, bytes))
+        return HG_ERANGE;
     return device_copy_to(dev, dst, src, bytes, NULL);
 }
 
 int hg_devbuf_copy_from(hg_device *dev, void *dst, hg_devaddr src, size_t bytes)
 {
+    if (dev != NULL && !device_user_range(dev, src, bytes))
+        return HG_ERANGE;
     return device_copy_from(dev, dst, src, bytes, NULL);
 }
 

@@ -200,7 +200,7 @@ TEST(another_devices_view_is_refused_and_leaves_the_resident_copy_alone)
     fixture_close(&f);
 }
 
-TEST(runtime_owned_memory_is_refused_as_a_device_view)
+TEST(runtime_owned_memory_is_refused_as_a_device_view_and_by_devbuf_calls)
 {
     fixture f;
     ASSERT(fixture_open(&f));
@@ -221,6 +221,9 @@ TEST(runtime_owned_memory_is_refused_as_a_device_view)
             hg_devaddr owned[8];
             ASSERT_UEQ(runtime_allocs(dev, first, &first, 1, owned, 8), 3);
             ASSERT_EQ(hg_devbuf_free(dev, owned[i]), HG_ENOTFOUND); /* not the user's */
+            unsigned char junk[64] = {0};
+            ASSERT_EQ(hg_devbuf_copy_to(dev, owned[i], junk, sizeof junk), HG_ERANGE);
+            ASSERT_EQ(hg_devbuf_copy_from(dev, junk, owned[i], sizeof junk), HG_ERANGE);
             hg_arg bad[2] = {host_arg("w", HG_IN, w, HG_RESIDENT),
                              dev_arg("dv", HG_OUT, owned[i] + at * 64, 64)};
             ASSERT_EQ(hg_runner_run(r, &fill, bad, 2, NULL), HG_ERANGE);

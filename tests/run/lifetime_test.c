@@ -296,6 +296,27 @@ TEST(trace_interns_each_distinct_name_once)
     hg_trace_destroy(t);
 }
 
+/* A pointer passed again with other bytes behind it is another name (the
+ * table remembers recent pointers, but never trusts them alone). */
+TEST(intern_reads_the_bytes_not_the_pointer)
+{
+    intern_table t;
+    intern_init(&t);
+    char buf[16] = "alpha";
+    const char *alpha = intern_get(&t, buf);
+    ASSERT(alpha != NULL && alpha != buf);
+    ASSERT(intern_get(&t, buf) == alpha);
+    snprintf(buf, sizeof buf, "beta");
+    const char *beta = intern_get(&t, buf);
+    ASSERT(beta != NULL);
+    ASSERT_STR_EQ(beta, "beta");
+    ASSERT_STR_EQ(alpha, "alpha");
+    ASSERT_UEQ(intern_count(&t), 2);
+    ASSERT(intern_get(&t, "alpha") == alpha);
+    ASSERT(intern_get(&t, NULL) == NULL);
+    intern_free(&t);
+}
+
 int main(void)
 {
     return RUN_TESTS();
