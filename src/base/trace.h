@@ -7,6 +7,7 @@
 #define HG_BASE_TRACE_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "hostgraph.h"
 
@@ -16,5 +17,7 @@ int trace_host_span(hg_trace *t, const char *name, uint32_t run, uint64_t start_
 /* A task span on device core `core`; `kernel` must outlive the trace. */
 int trace_task_span(hg_trace *t, uint32_t core, const char *kernel, uint32_t run, uint32_t task,
                     uint64_t start_ns, uint64_t end_ns);
+/* Writes the Chrome trace-event JSON to f (hg_trace_write_json's content). */
+void trace_write(const hg_trace *t, FILE *f);
 
 #endif

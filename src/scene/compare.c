@@ -109,11 +109,8 @@ static void print_table(FILE *f, const mode_run *m)
     }
 }
 
-static int write_json(const scene_run_opts *o, const mode_run *m, const char *device)
+static void write_json(FILE *f, const scene_run_opts *o, const mode_run *m, const char *device)
 {
-    FILE *f = fopen(o->json_path, "w");
-    if (f == NULL)
-        return HG_EIO;
     fputs("{\n  \"scene\": ", f);
     json_write_string(f, o->scene->name);
     fputs(",\n  \"device\": ", f);
@@ -128,7 +125,6 @@ static int write_json(const scene_run_opts *o, const mode_run *m, const char *de
         scene_report_write_object(f, &m[i].rep, 4);
     }
     fputs("\n  }\n}\n", f);
-    return json_file_close(f, o->json_path) == 0 ? 0 : HG_EIO;
 }
 
 /* ------------------------------------------------------------------ SVG */
@@ -196,11 +192,8 @@ static void svg_series(FILE *f, const mode_run *m, int mode, uint32_t rounds, do
             PLOT_X + PLOT_W + 50, ly + 4, scene_residency_name((scene_residency)mode));
 }
 
-static int write_svg(const char *path, const scene_run_opts *o, const mode_run *m)
+static void write_svg(FILE *f, const scene_run_opts *o, const mode_run *m)
 {
-    FILE *f = fopen(path, "w");
-    if (f == NULL)
-        return HG_EIO;
     double top = 0;
     for (int i = 0; i < SCENE_RESIDENCY_COUNT; i++)
         for (uint32_t r = 0; r < m[i].rep.nrounds; r++)
@@ -216,25 +209,27 @@ static int write_svg(const char *path, const scene_run_opts *o, const mode_run *
     for (int i = 0; i < SCENE_RESIDENCY_COUNT; i++)
         svg_series(f, &m[i], i, o->rounds, ymax);
     fputs("</svg>\n", f);
-    return json_file_close(f, path) == 0 ? 0 : HG_EIO;
 }
 
 /* ----------------------------------------------------------------- compare */
 
-static int finish(const scene_run_opts *o, const char *svg_path, const mode_run *m)
+static int finish(const scene_run_opts *o, const char *svg_path, const mode_run *m,
+                  scene_outputs *outs)
 {
     int rc = SCENE_EXIT_OK;
     for (int i = 0; i < SCENE_RESIDENCY_COUNT; i++)
         if (m[i].rc == SCENE_EXIT_GOLDEN)
             rc = SCENE_EXIT_GOLDEN;
     print_table(o->out, m);
-    if (o->json_path != NULL && write_json(o, m, m[0].rep.device) != 0) {
-        fprintf(o->err, "hostgraph: cannot write JSON report '%s'\n", o->json_path);
-        rc = SCENE_EXIT_RUNTIME;
+    if (outs->json.f != NULL) {
+        write_json(outs->json.f, o, m, m[0].rep.device);
+        if (scene_output_commit(&outs->json, o->err, "--json", o->json_path) != 0)
+            rc = SCENE_EXIT_RUNTIME;
     }
-    if (svg_path != NULL && write_svg(svg_path, o, m) != 0) {
-        fprintf(o->err, "hostgraph: cannot write SVG '%s'\n", svg_path);
-        rc = SCENE_EXIT_RUNTIME;
+    if (outs->svg.f != NULL) {
+        write_svg(outs->svg.f, o, m);
+        if (scene_output_commit(&outs->svg, o->err, "--svg", svg_path) != 0)
+            rc = SCENE_EXIT_RUNTIME;
     }
     return rc;
 }
@@ -262,7 +257,8 @@ int scene_compare(const scene_run_opts *o, const char *svg_path)
     scene_case *c = NULL;
     hg_err err;
     err_clear(&err);
-    int rc = scene_check_outputs(o->err, o->json_path, "JSON report", svg_path, "SVG");
+    scene_outputs outs;
+    int rc = scene_outputs_open(&outs, o->err, o->json_path, NULL, svg_path);
     if (rc != 0)
         return rc;
     /* A bad device spec is a usage error before the case is made. */
@@ -271,6 +267,7 @@ int scene_compare(const scene_run_opts *o, const char *svg_path)
     rc = hg_device_open(o->device_spec ? o->device_spec : "sim", &probe, msg, sizeof msg);
     if (rc != 0) {
         fprintf(o->err, "hostgraph: %s\n", *msg ? msg : hg_strerror(rc));
+        scene_outputs_abort(&outs);
         return rc == HG_EINVAL ? SCENE_EXIT_USAGE : SCENE_EXIT_RUNTIME;
     }
     hg_device_close(probe);
@@ -278,6 +275,7 @@ int scene_compare(const scene_run_opts *o, const char *svg_path)
     if (rc != 0) {
         fprintf(o->err, "hostgraph: scene '%s': %s\n", o->scene->name,
                 *err.msg ? err.msg : hg_strerror(rc));
+        scene_outputs_abort(&outs);
         return SCENE_EXIT_RUNTIME;
     }
     mode_run m[SCENE_RESIDENCY_COUNT];
@@ -297,7 +295,8 @@ int scene_compare(const scene_run_opts *o, const char *svg_path)
             rc = SCENE_EXIT_RUNTIME; /* the line saying why is out already */
     }
     if (rc == SCENE_EXIT_OK)
-        rc = finish(o, svg_path, m);
+        rc = finish(o, svg_path, m, &outs);
+    scene_outputs_abort(&outs);
     scene_snapshot_free(&initial);
     for (int i = 0; i < SCENE_RESIDENCY_COUNT; i++)
         free(m[i].rounds);

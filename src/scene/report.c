@@ -9,13 +9,14 @@
  * A number that does not exist (the later-round mean of a one-round run) is
  * "n/a" in the summary and null in JSON, never a made-up 0.
  *
- * A JSON report that fails part-way is removed: a tool must never find a
- * truncated file where a report should be.
+ * A JSON report goes through an outfile: a tool never finds a truncated
+ * file where a report should be, and a failed write keeps the old one.
  */
 #include <math.h>
 #include <stdio.h>
 
 #include "base/json.h"
+#include "base/outfile.h"
 #include "scene/report.h"
 
 static double ms(uint64_t ns)
@@ -179,10 +180,11 @@ void scene_report_write_object(FILE *f, const scene_report *r, int indent)
 
 int scene_report_write_json(const scene_report *r, const char *path)
 {
-    FILE *f = fopen(path, "w");
-    if (f == NULL)
+    outfile of;
+    char why[256];
+    if (outfile_open(&of, path, why, sizeof why) != 0)
         return HG_EIO;
-    scene_report_write_object(f, r, 0);
-    fputc('\n', f);
-    return json_file_close(f, path) == 0 ? 0 : HG_EIO;
+    scene_report_write_object(of.f, r, 0);
+    fputc('\n', of.f);
+    return outfile_commit(&of, why, sizeof why) == 0 ? 0 : HG_EIO;
 }

@@ -43,7 +43,7 @@ void scene_report_print_header(FILE *f);
 /* `round` counts from 1. */
 void scene_report_print_row(FILE *f, uint32_t round, const scene_round *sr);
 void scene_report_print_summary(FILE *f, const scene_report *r);
-/* HG_EIO if the file cannot be written; a file left part-written is removed. */
+/* HG_EIO if the file cannot be written; the file at path is then untouched. */
 int scene_report_write_json(const scene_report *r, const char *path);
 /* The report's JSON object, indented by `indent` spaces (compare nests it). */
 void scene_report_write_object(FILE *f, const scene_report *r, int indent);

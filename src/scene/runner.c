@@ -13,98 +13,61 @@
  * Exit codes follow the CLI contract: 0 all golden passed or skipped, 1 a
  * golden check failed (all rounds still run, the reports still written), 2 a
  * --json or --trace path that cannot be written (found before the device is
- * opened or any round runs, one line naming the path; nothing is created), 3
+ * opened or any round runs by opening its temporary file, one line naming the
+ * flag, the path and the OS error; nothing is left behind), 3
  * a runtime error (one line on o->err; the remaining rounds are not run; the
  * trace is still written, the JSON report is not; a file that fails to write
  * only after the rounds is a runtime error too).
  */
-#include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "base/clock.h"
+#include "base/trace.h"
 #include "scene/report.h"
 #include "scene/scene.h"
 
-/* The directory a new file at `path` would go in, into dir; false if it
- * does not fit. */
-static bool parent_dir(const char *path, char *dir, size_t dirlen)
+int scene_outputs_open(scene_outputs *so, FILE *err, const char *json, const char *trace,
+                       const char *svg)
 {
-    const char *slash = strrchr(path, '/');
-    size_t len = slash == NULL || slash == path ? 1 : (size_t)(slash - path); /* "." or "/" */
-    if (len >= dirlen)
-        return false;
-    memcpy(dir, slash == NULL ? "." : path, len);
-    dir[len] = '\0';
-    return true;
-}
-
-/* Writes the reason a check failed into why; returns false, so that a check
- * can `return why_not(...)`. */
-static bool why_not(char *why, size_t whylen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static bool why_not(char *why, size_t whylen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, whylen, fmt, ap);
-    va_end(ap);
-    return false;
-}
-
-/* True if a file could be written at `path`; else why not, in why.  Only
- * looks (stat, access): a probe that created the file would leave it behind
- * when a later round fails. */
-bool scene_output_writable(const char *path, char *why, size_t whylen)
-{
-    struct stat st;
-    char dir[4096];
-    if (*path == '\0')
-        return why_not(why, whylen, "the path is empty");
-    if (stat(path, &st) == 0) {
-        if (S_ISDIR(st.st_mode))
-            return why_not(why, whylen, "it is a directory");
-        if (access(path, W_OK) != 0)
-            return why_not(why, whylen, "%s", strerror(errno));
-        return true;
-    }
-    if (errno != ENOENT) /* e.g. ENOTDIR: the path goes through a file */
-        return why_not(why, whylen, "%s", strerror(errno));
-    if (!parent_dir(path, dir, sizeof dir))
-        return true; /* too long to look at here: the write will say */
-    if (stat(dir, &st) != 0)
-        return why_not(why, whylen, "directory '%s': %s", dir, strerror(errno));
-    if (access(dir, W_OK | X_OK) != 0)
-        return why_not(why, whylen, "directory '%s': %s", dir, strerror(errno));
-    return true;
-}
-
-int scene_check_outputs(FILE *err, const char *first, const char *first_what, const char *second,
-                        const char *second_what)
-{
-    const char *paths[2] = {first, second}, *what[2] = {first_what, second_what};
-    char why[4200];
-    if (first != NULL && second != NULL && strcmp(first, second) == 0) {
-        fprintf(err, "hostgraph: the %s and the %s both name '%s'\n", first_what, second_what,
-                first);
-        return SCENE_EXIT_USAGE;
-    }
-    for (int i = 0; i < 2; i++) {
-        if (paths[i] != NULL && !scene_output_writable(paths[i], why, sizeof why)) {
-            fprintf(err, "hostgraph: cannot write %s '%s': %s\n", what[i], paths[i], why);
+    const char *paths[3] = {json, trace, svg};
+    static const char *const flags[3] = {"--json", "--trace", "--svg"};
+    outfile *files[3] = {&so->json, &so->trace, &so->svg};
+    char why[512];
+    memset(so, 0, sizeof *so);
+    for (int i = 0; i < 3; i++) {
+        for (int k = 0; k < i; k++) {
+            if (paths[i] != NULL && paths[k] != NULL && strcmp(paths[i], paths[k]) == 0) {
+                fprintf(err, "hostgraph: %s and %s both name '%s'\n", flags[k], flags[i], paths[i]);
+                scene_outputs_abort(so);
+                return SCENE_EXIT_USAGE;
+            }
+        }
+        if (paths[i] != NULL && outfile_open(files[i], paths[i], why, sizeof why) != 0) {
+            fprintf(err, "hostgraph: %s '%s': %s\n", flags[i], paths[i], why);
+            scene_outputs_abort(so);
             return SCENE_EXIT_USAGE;
         }
     }
     return 0;
 }
 
-/* The --json and --trace paths, before any round runs. */
-static int check_output_paths(const scene_run_opts *o)
+int scene_output_commit(outfile *of, FILE *err, const char *flag, const char *path)
 {
-    return scene_check_outputs(o->err, o->json_path, "JSON report", o->trace_path, "trace");
+    char why[512];
+    if (of->f == NULL)
+        return 0;
+    if (outfile_commit(of, why, sizeof why) == 0)
+        return 0;
+    fprintf(err, "hostgraph: cannot write %s '%s': %s\n", flag, path, why);
+    return SCENE_EXIT_RUNTIME;
+}
+
+void scene_outputs_abort(scene_outputs *so)
+{
+    outfile_abort(&so->json);
+    outfile_abort(&so->trace);
+    outfile_abort(&so->svg);
 }
 
 void scene_snapshot_free(scene_snapshot *s)
@@ -305,40 +268,51 @@ int scene_run_rounds(const scene_run_opts *o, hg_device *dev, scene_case *c, hg_
     return rc;
 }
 
-int scene_run_case(const scene_run_opts *o, hg_device *dev, scene_case *c)
+/* Runs the rounds and writes the summary and the files opened in outs
+ * (which it closes). */
+static int run_case_into(const scene_run_opts *o, hg_device *dev, scene_case *c,
+                         scene_outputs *outs)
 {
     const uint64_t start_ns = o->start_ns != 0 ? o->start_ns : clock_now_ns();
     hg_trace *trace = NULL;
-    int rc = check_output_paths(o);
-    if (rc != 0)
-        return rc;
     scene_round *rounds = calloc(o->rounds > 0 ? o->rounds : 1, sizeof *rounds);
-    if (rounds == NULL || (o->trace_path != NULL && hg_trace_create(&trace) != 0)) {
+    if (rounds == NULL || (outs->trace.f != NULL && hg_trace_create(&trace) != 0)) {
         fprintf(o->err, "hostgraph: out of host memory\n");
         free(rounds);
+        scene_outputs_abort(outs);
         return SCENE_EXIT_RUNTIME;
     }
     scene_report rep;
-    rc = scene_run_rounds(o, dev, c, trace, rounds, &rep);
+    int rc = scene_run_rounds(o, dev, c, trace, rounds, &rep);
     /* A failed round still leaves its trace: the spans up to the failure are
-     * what a user debugging it wants.  The JSON report has no form for a
-     * round that did not finish, so it is written only after all rounds. */
-    if (trace != NULL && hg_trace_write_json(trace, o->trace_path) != 0) {
-        fprintf(o->err, "hostgraph: cannot write trace '%s'\n", o->trace_path);
-        rc = SCENE_EXIT_RUNTIME;
+     * what a user debugging it wants. */
+    if (trace != NULL) {
+        trace_write(trace, outs->trace.f);
+        if (scene_output_commit(&outs->trace, o->err, "--trace", o->trace_path) != 0)
+            rc = SCENE_EXIT_RUNTIME;
     }
     if (rc == SCENE_EXIT_OK || rc == SCENE_EXIT_GOLDEN) {
         rep.overall_ms = (double)(clock_now_ns() - start_ns) / 1e6;
         scene_report_print_summary(o->out, &rep);
-        if (o->json_path != NULL && scene_report_write_json(&rep, o->json_path) != 0) {
-            fprintf(o->err, "hostgraph: cannot write JSON report '%s'\n", o->json_path);
-            rc = SCENE_EXIT_RUNTIME;
+        if (outs->json.f != NULL) {
+            scene_report_write_object(outs->json.f, &rep, 0);
+            fputc('\n', outs->json.f);
+            if (scene_output_commit(&outs->json, o->err, "--json", o->json_path) != 0)
+                rc = SCENE_EXIT_RUNTIME;
         }
     }
+    scene_outputs_abort(outs); /* what was not written: no file appears */
     if (trace != NULL)
         hg_trace_destroy(trace);
     free(rounds);
     return rc;
+}
+
+int scene_run_case(const scene_run_opts *o, hg_device *dev, scene_case *c)
+{
+    scene_outputs outs;
+    int rc = scene_outputs_open(&outs, o->err, o->json_path, o->trace_path, NULL);
+    return rc != 0 ? rc : run_case_into(o, dev, c, &outs);
 }
 
 int scene_run(const scene_run_opts *o)
@@ -346,11 +320,13 @@ int scene_run(const scene_run_opts *o)
     const char *spec = o->device_spec != NULL ? o->device_spec : "sim";
     char msg[256] = "";
     hg_device *dev = NULL;
-    int rc = check_output_paths(o); /* before the case is made: that can take a while */
+    scene_outputs outs; /* opened before the case is made: that can take a while */
+    int rc = scene_outputs_open(&outs, o->err, o->json_path, o->trace_path, NULL);
     if (rc != 0)
         return rc;
     rc = hg_device_open(spec, &dev, msg, sizeof msg);
     if (rc != 0) {
+        scene_outputs_abort(&outs);
         if (*msg != '\0')
             fprintf(o->err, "hostgraph: %s\n", msg);
         else
@@ -366,11 +342,12 @@ int scene_run(const scene_run_opts *o)
         fprintf(o->err, "hostgraph: scene '%s': %s\n", o->scene->name,
                 *err.msg ? err.msg : hg_strerror(rc));
         hg_device_close(dev);
+        scene_outputs_abort(&outs);
         /* Params that do not fit together (a context past the rope table, a
          * layer count the host cannot hold) are bad command-line values. */
         return rc == HG_EINVAL || rc == HG_ERANGE ? SCENE_EXIT_USAGE : SCENE_EXIT_RUNTIME;
     }
-    rc = scene_run_case(o, dev, c);
+    rc = run_case_into(o, dev, c, &outs);
     scene_case_destroy(c);
     hg_device_close(dev);
     return rc;

@@ -19,6 +19,7 @@
 #include <stdio.h>
 
 #include "base/error.h"
+#include "base/outfile.h"
 #include "hostgraph.h"
 
 #define SCENE_MAX_PARAMS 16
@@ -218,7 +219,9 @@ int scene_run(const scene_run_opts *o);
  * checks golden, prints a row; then the summary, the trace and the JSON.
  * Before any round, a json_path or trace_path that cannot be written (its
  * directory missing, a directory itself, not writable, or both the same) is
- * SCENE_EXIT_USAGE with one line naming it; nothing is created. */
+ * SCENE_EXIT_USAGE with one line naming the flag, the path and the OS error;
+ * nothing is created.  A report that fails to write after the rounds keeps
+ * the file that was there (scene_outputs). */
 int scene_run_case(const scene_run_opts *o, hg_device *dev, scene_case *c);
 
 /* progress.c: a progress line on stderr while a round runs longer than a
@@ -249,15 +252,23 @@ int scene_snapshot_note_run(scene_snapshot *s, const scene_case *c, const hg_run
 int scene_snapshot_restore_changed(scene_snapshot *s, scene_case *c);
 void scene_snapshot_free(scene_snapshot *s);
 
-/* Checks two optional output paths before anything runs: 0, or
- * SCENE_EXIT_USAGE after one line on err naming the path (one that cannot
- * be written, or both naming the same file). */
-int scene_check_outputs(FILE *err, const char *first, const char *first_what, const char *second,
-                        const char *second_what);
+/* The report files of one command (--json, --trace, --svg), opened before
+ * anything runs: a regular file is written to a temporary file beside it
+ * and renamed into place when complete (base/outfile.h). */
+typedef struct scene_outputs {
+    outfile json, trace, svg; /* .f NULL when not asked for */
+} scene_outputs;
 
-/* True if a file could be written at `path` (looks only: creates nothing);
- * else why not, in why. */
-bool scene_output_writable(const char *path, char *why, size_t whylen);
+/* Opens the paths given (NULL: none).  0, or SCENE_EXIT_USAGE after one line
+ * on err naming the flag, the path and the OS error (or two flags naming one
+ * path); then nothing is left open or created. */
+int scene_outputs_open(scene_outputs *so, FILE *err, const char *json, const char *trace,
+                       const char *svg);
+/* Publishes one opened file: 0, or SCENE_EXIT_RUNTIME after one line naming
+ * the flag, the path and the OS error (the old file stays untouched). */
+int scene_output_commit(outfile *of, FILE *err, const char *flag, const char *path);
+/* Drops every file not yet committed, creating nothing. */
+void scene_outputs_abort(scene_outputs *so);
 
 /* ------------------------------------------------------------ modes.c */
 

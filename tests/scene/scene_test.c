@@ -349,7 +349,7 @@ TEST(unwritable_output_paths_fail_before_the_first_round)
                 as_trace ? run_with_outputs(ok, bad[i], &cr) : run_with_outputs(bad[i], ok, &cr);
             ASSERT_EQ(rc, SCENE_EXIT_USAGE);
             ASSERT_UEQ(cr.rounds, 0); /* refused before any round ran */
-            ASSERT_STR_CONTAINS(cr.err, as_trace ? "cannot write trace '" : "cannot write JSON");
+            ASSERT_STR_CONTAINS(cr.err, as_trace ? "--trace '" : "--json '");
             char quoted[600];
             snprintf(quoted, sizeof quoted, "'%s'", bad[i]);
             ASSERT_STR_CONTAINS(cr.err, quoted);

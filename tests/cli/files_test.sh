@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# files_test.sh: the command as users live with it (the issue "never lose a
+# file, stop cleanly, measure honestly"): report files are written whole or
+# not at all and never remove what the program did not create; an output
+# path that cannot be written stops the command before any round.
+#
+# usage: files_test.sh PATH/TO/hostgraph
+set -u
+
+HG=${1:?usage: files_test.sh PATH/TO/hostgraph}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+passed=0
+failed=0
+
+ok() { passed=$((passed + 1)); echo "ok   $1"; }
+bad() { failed=$((failed + 1)); echo "FAIL $1"; }
+
+# expect_rc NAME RC ARGS...: runs hostgraph ARGS, wants exit code RC;
+# stdout and stderr land in $TMP/out and $TMP/err.
+expect_rc() {
+    local name=$1 want=$2
+    shift 2
+    "$HG" "$@" >"$TMP/out" 2>"$TMP/err"
+    local got=$?
+    if [ "$got" -eq "$want" ]; then
+        ok "$name"
+    else
+        bad "$name (exit $got, wanted $want; stderr: $(head -c 300 "$TMP/err"))"
+    fi
+}
+
+check() {
+    local name=$1
+    shift
+    if "$@"; then ok "$name"; else bad "$name"; fi
+}
+
+# no_temp DIR: no temporary file was left behind in DIR.
+no_temp() { [ -z "$(find "$1" -maxdepth 1 -name '.*.tmp' -print -quit)" ]; }
+
+# ---- item 1: a failed write keeps the old file and leaves no partial one.
+# A file-size limit makes every write past 1 KiB fail (EFBIG, SIGXFSZ ignored).
+mkdir "$TMP/keep"
+for flag in json trace; do
+    echo OLD >"$TMP/keep/old.$flag"
+    (
+        trap '' XFSZ
+        ulimit -f 1
+        exec "$HG" run bgemm --rounds 20 --param grid=2 --param tile=8 \
+            "--$flag" "$TMP/keep/old.$flag"
+    ) >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    check "--$flag: a failed write exits 3 (got $rc)" test "$rc" -eq 3
+    check "--$flag: a failed write keeps the old file" test "$(cat "$TMP/keep/old.$flag")" = OLD
+    check "--$flag: a failed write names the path" grep -q "$TMP/keep/old.$flag" "$TMP/err"
+done
+echo OLD >"$TMP/keep/old.svg"
+(
+    trap '' XFSZ
+    ulimit -f 1
+    exec "$HG" compare bgemm --rounds 20 --param grid=2 --param tile=8 \
+        --svg "$TMP/keep/old.svg"
+) >"$TMP/out" 2>"$TMP/err"
+check "--svg: a failed write keeps the old file" test "$(cat "$TMP/keep/old.svg")" = OLD
+check "failed writes leave no temporary file" no_temp "$TMP/keep"
+
+# A write into a device that fails (/dev/full) never removes the path given:
+# here a link to it, so the test never risks the device node itself.
+if [ -w /dev/full ]; then
+    ln -s /dev/full "$TMP/full"
+    expect_rc "--json into /dev/full exits 3" 3 run vector_add --param n=100 --json "$TMP/full"
+    check "--json /dev/full: the link is kept" test -L "$TMP/full"
+    check "--json /dev/full: the device is kept" test -c /dev/full
+fi
+# A good write replaces the old file whole, through a link to it too.
+echo OLD >"$TMP/keep/real.json"
+ln -s real.json "$TMP/keep/link.json"
+expect_rc "a good write exits 0" 0 run vector_add --param n=100 --json "$TMP/keep/link.json"
+check "a good write replaces the file a link names" python3 -c '
+import json, sys; json.load(open(sys.argv[1]))' "$TMP/keep/real.json"
+check "a good write keeps the link" test -L "$TMP/keep/link.json"
+check "a good write leaves no temporary file" no_temp "$TMP/keep"
+"$HG" run vector_add --param n=100 --json /dev/stdout --quiet 2>"$TMP/err" | cat >"$TMP/piped"
+check "--json into a pipe: exit 0" test "${PIPESTATUS[0]}" -eq 0
+check "--json into a pipe: the report arrives" grep -q '"scene": "vector_add"' "$TMP/piped"
+
+# ---- item 2: an output path that cannot be written is found before round 1:
+# exit 2, one line naming the flag, the path and the OS error
+for flag in json trace; do
+    expect_rc "--$flag /proc/x.json exits 2" 2 run vector_add --param n=100 \
+        "--$flag" /proc/x.json
+    check "--$flag /proc/x.json: no round ran" test ! -s "$TMP/out"
+    check "--$flag /proc/x.json: one line naming the flag, path and error" \
+        grep -Eq "^hostgraph: --$flag '/proc/x.json': .+" "$TMP/err"
+    check "--$flag /proc/x.json: one line" test "$(wc -l <"$TMP/err")" -eq 1
+done
+expect_rc "--svg /proc/x.svg exits 2" 2 compare vector_add --param n=100 --svg /proc/x.svg
+check "--svg /proc/x.svg: one line naming the flag" grep -Eq "^hostgraph: --svg '/proc/x.svg': .+" \
+    "$TMP/err"
+expect_rc "--json in a missing directory" 2 run vector_add --json "$TMP/none/x.json"
+check "missing directory: the OS error" grep -q "No such file or directory" "$TMP/err"
+check "checks leave no temporary file" no_temp "$TMP"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
