@@ -57,7 +57,7 @@ enum {
     HG_SCENE_OK = 0,     /* every round passed its golden check (or it was skipped) */
     HG_SCENE_GOLDEN = 1, /* a golden check failed; the report is still written */
     HG_SCENE_USAGE = 2,  /* a bad name, param, mode, device spec or output path */
-    HG_SCENE_RUNTIME = 3 /* a run failed; no report is written */
+    HG_SCENE_RUNTIME = 3 /* a run failed; the report holds the rounds done and "error" */
 };
 
 /* What `hostgraph run` / `hostgraph compare` take, as a struct.  Zero (or

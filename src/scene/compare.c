@@ -118,7 +118,7 @@ static void write_json(FILE *f, const scene_run_opts *o, const mode_run *m, cons
     fputs(",\n  \"params\": ", f);
     scene_report_write_params(f, o->scene, o->params);
     fputs(",\n  \"modes\": {", f);
-    for (int i = 0; i < SCENE_RESIDENCY_COUNT; i++) {
+    for (int i = 0; i < SCENE_RESIDENCY_COUNT && m[i].rep.scene != NULL; i++) {
         fprintf(f, "%s\n    ", i ? "," : "");
         json_write_string(f, scene_residency_name((scene_residency)i));
         fputs(": ", f);
@@ -294,8 +294,13 @@ int scene_compare(const scene_run_opts *o, const char *svg_path)
         if (m[i].rc == SCENE_EXIT_RUNTIME)
             rc = SCENE_EXIT_RUNTIME; /* the line saying why is out already */
     }
-    if (rc == SCENE_EXIT_OK)
+    if (rc == SCENE_EXIT_OK) {
         rc = finish(o, svg_path, m, &outs);
+    } else if (outs.json.f != NULL && m[0].rep.scene != NULL) {
+        /* The modes run so far, the failed one with its "error". */
+        write_json(outs.json.f, o, m, m[0].rep.device);
+        scene_output_commit(&outs.json, o->err, "--json", o->json_path);
+    }
     scene_outputs_abort(&outs);
     scene_snapshot_free(&initial);
     for (int i = 0; i < SCENE_RESIDENCY_COUNT; i++)

@@ -126,6 +126,25 @@ void scene_report_write_params(FILE *f, const scene *s, const int64_t *params)
     fputs("}", f);
 }
 
+/* null, or {"code": -6, "name": "device copy failed", "message": "..."}. */
+static void write_error(FILE *f, const hg_err *e)
+{
+    if (e->code == 0) {
+        fputs("null", f);
+        return;
+    }
+    fputs("{", f);
+    key(f, "code");
+    json_write_number(f, e->code);
+    fputs(", ", f);
+    key(f, "name");
+    json_write_string(f, hg_strerror(e->code));
+    fputs(", ", f);
+    key(f, "message");
+    json_write_string(f, e->msg);
+    fputs("}", f);
+}
+
 /* A newline and `indent` spaces, then `"name": `. */
 static void field(FILE *f, int indent, const char *name)
 {
@@ -175,6 +194,11 @@ void scene_report_write_object(FILE *f, const scene_report *r, int indent)
     fputc(',', f);
     field(f, in, "overall_ms");
     json_write_number(f, r->overall_ms);
+    fputc(',', f);
+    field(f, in, "interrupted");
+    fputs(r->interrupted ? "true," : "false,", f);
+    field(f, in, "error");
+    write_error(f, &r->error);
     fprintf(f, "\n%*s}", indent, "");
 }
 

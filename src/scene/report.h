@@ -28,6 +28,8 @@ typedef struct scene_report {
     double overall_ms;   /* the whole command, start to report (setup included) */
     double setup_ms;     /* pin: the one-time upload before the rounds; else 0 */
     uint64_t setup_h2d_bytes;
+    bool interrupted; /* stopped early on request (SIGINT, a cancel call) */
+    hg_err error;     /* the runtime error that stopped the rounds; code 0 if none */
 } scene_report;
 
 /* Runs the rounds of one mode (runner.c): a new runner, the mode's args

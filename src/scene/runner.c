@@ -16,9 +16,11 @@
  * opened or any round runs by opening its temporary file, one line naming the
  * flag, the path and the OS error; nothing is left behind), 3
  * a runtime error (one line on o->err; the remaining rounds are not run; the
- * trace is still written, the JSON report is not; a file that fails to write
- * only after the rounds is a runtime error too).
+ * trace and the JSON report are still written, the JSON with the rounds that
+ * completed and "error"; a file that fails to write only after the rounds is
+ * a runtime error too).
  */
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -181,7 +183,23 @@ typedef struct round_loop {
     scene_round *rounds;
     uint32_t done;
     bool golden_failed;
+    hg_err fail; /* the runtime error that stopped the rounds (the JSON's "error") */
 } round_loop;
+
+/* Records a runtime error for the report and prints it as one line.
+ * Returns SCENE_EXIT_RUNTIME. */
+static int loop_fail(const scene_run_opts *o, round_loop *l, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int loop_fail(const scene_run_opts *o, round_loop *l, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(l->fail.msg, sizeof l->fail.msg, fmt, ap);
+    va_end(ap);
+    l->fail.code = code;
+    fprintf(o->err, "hostgraph: %s\n", l->fail.msg);
+    return SCENE_EXIT_RUNTIME;
+}
 
 /* Runs the rounds; returns 0 or SCENE_EXIT_RUNTIME after printing why. */
 static int run_rounds(const scene_run_opts *o, scene_case *c, round_loop *l)
@@ -191,22 +209,17 @@ static int run_rounds(const scene_run_opts *o, scene_case *c, round_loop *l)
     for (uint32_t i = 0; i < o->rounds; i++) {
         scene_round *sr = &l->rounds[i];
         int rc = scene_snapshot_restore_changed(&l->initial, c);
-        if (rc != 0) {
-            fprintf(o->err, "hostgraph: round %u: cannot restore outputs: %s\n", i + 1,
-                    hg_strerror(rc));
-            return SCENE_EXIT_RUNTIME;
-        }
+        if (rc != 0)
+            return loop_fail(o, l, rc, "round %u: cannot restore outputs: %s", i + 1,
+                             hg_strerror(rc));
         scene_progress_round(l->progress, i + 1);
         rc = hg_runner_run(l->runner, &c->callable, l->mode.args, c->nargs, &sr->stats);
         scene_progress_round(l->progress, 0);
-        if (rc == 0 && scene_snapshot_note_run(&l->initial, c, l->runner) != 0) {
-            fprintf(o->err, "hostgraph: round %u: out of host memory\n", i + 1);
-            return SCENE_EXIT_RUNTIME;
-        }
+        if (rc == 0 && scene_snapshot_note_run(&l->initial, c, l->runner) != 0)
+            return loop_fail(o, l, HG_ENOMEM, "round %u: out of host memory", i + 1);
         if (rc != 0) {
             const char *msg = hg_runner_errmsg(l->runner);
-            fprintf(o->err, "hostgraph: round %u: %s\n", i + 1, *msg ? msg : hg_strerror(rc));
-            return SCENE_EXIT_RUNTIME;
+            return loop_fail(o, l, rc, "round %u: %s", i + 1, *msg ? msg : hg_strerror(rc));
         }
         if (!check_round(o, c, i + 1, sr))
             l->golden_failed = true;
@@ -229,16 +242,18 @@ int scene_run_rounds(const scene_run_opts *o, hg_device *dev, scene_case *c, hg_
     round_loop l = {.rounds = rounds};
     hg_err err;
     err_clear(&err);
+    err_clear(&l.fail);
     int rc = SCENE_EXIT_RUNTIME;
+    memset(rep, 0, sizeof *rep);
     if (scene_snapshot_take(&l.initial, c) != 0) {
         fprintf(o->err, "hostgraph: out of host memory\n");
         return rc;
     }
     int hrc = hg_runner_open(dev, &l.runner);
     if (hrc != 0) {
-        fprintf(o->err, "hostgraph: cannot open a runner: %s\n", hg_strerror(hrc));
+        loop_fail(o, &l, hrc, "cannot open a runner: %s", hg_strerror(hrc));
     } else if ((hrc = scene_mode_prepare(&l.mode, c, o->residency, dev, &err)) != 0) {
-        fprintf(o->err, "hostgraph: %s\n", *err.msg ? err.msg : hg_strerror(hrc));
+        loop_fail(o, &l, hrc, "%s", *err.msg ? err.msg : hg_strerror(hrc));
     } else {
         hg_runner_set_trace(l.runner, trace);
         hg_runner_set_verify(l.runner, o->verify);
@@ -263,7 +278,8 @@ int scene_run_rounds(const scene_run_opts *o, hg_device *dev, scene_case *c, hg_
                           .rounds = rounds,
                           .nrounds = l.done,
                           .setup_ms = (double)l.mode.setup_ns / 1e6,
-                          .setup_h2d_bytes = l.mode.setup_h2d_bytes};
+                          .setup_h2d_bytes = l.mode.setup_h2d_bytes,
+                          .error = l.fail};
     scene_report_summarize(rep);
     return rc;
 }
@@ -291,9 +307,12 @@ static int run_case_into(const scene_run_opts *o, hg_device *dev, scene_case *c,
         if (scene_output_commit(&outs->trace, o->err, "--trace", o->trace_path) != 0)
             rc = SCENE_EXIT_RUNTIME;
     }
-    if (rc == SCENE_EXIT_OK || rc == SCENE_EXIT_GOLDEN) {
-        rep.overall_ms = (double)(clock_now_ns() - start_ns) / 1e6;
+    rep.overall_ms = (double)(clock_now_ns() - start_ns) / 1e6;
+    if (rc == SCENE_EXIT_OK || rc == SCENE_EXIT_GOLDEN)
         scene_report_print_summary(o->out, &rep);
+    /* A failed run still writes its report: the rounds that completed and
+     * the error, so CI has something machine-readable. */
+    if (rep.scene != NULL) {
         if (outs->json.f != NULL) {
             scene_report_write_object(outs->json.f, &rep, 0);
             fputc('\n', outs->json.f);

@@ -102,5 +102,31 @@ expect_rc "--json in a missing directory" 2 run vector_add --json "$TMP/none/x.j
 check "missing directory: the OS error" grep -q "No such file or directory" "$TMP/err"
 check "checks leave no temporary file" no_temp "$TMP"
 
+# ---- item 4: a failed run still writes its JSON report: the rounds that
+# completed and the error.  bgemm makes 5 copies a round: the 6th fails round 2.
+expect_rc "copy fault in round 2 exits 3" 3 run bgemm --rounds 3 --param grid=2 --param tile=8 \
+    --device sim:fail_copy=6 --json "$TMP/failed.json"
+check "runtime error is one line" test "$(wc -l <"$TMP/err")" -eq 1
+check "failed run: JSON with round 1 and the error" python3 - "$TMP/failed.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert [rd["round"] for rd in r["rounds"]] == [1], r["rounds"]
+e = r["error"]
+assert e["code"] == -6 and e["name"] == "device copy failed", e
+assert e["message"].startswith("round 2: "), e
+assert r["interrupted"] is False
+PY
+expect_rc "compare: copy fault exits 3" 3 compare bgemm --rounds 3 --param grid=2 --param tile=8 \
+    --device sim:fail_copy=6 --json "$TMP/failed-cmp.json"
+check "failed compare: JSON with the failed mode's error" python3 - "$TMP/failed-cmp.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+off = r["modes"]["off"]
+assert len(off["rounds"]) == 1 and off["error"]["code"] == -6, off
+PY
+expect_rc "good run" 0 run vector_add --param n=100 --json "$TMP/good.json"
+check "good run: error is null" python3 -c '
+import json, sys; r = json.load(open(sys.argv[1])); assert r["error"] is None, r' "$TMP/good.json"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
