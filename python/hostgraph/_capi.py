@@ -41,6 +41,7 @@ HG_ENOTFOUND = -10
 HG_EIO = -11
 HG_ESTALE = -12
 HG_EUNSUPPORTED = -13
+HG_ECANCELED = -14
 
 # hg_dir
 HG_IN, HG_OUT, HG_INOUT, HG_SCALAR = 1, 2, 3, 4
@@ -203,6 +204,7 @@ _CORE_PROTOTYPES = {
     "hg_runner_set_verify": (None, [_P, c_bool]),
     "hg_runner_set_poison_scratch": (None, [_P, c_bool]),
     "hg_runner_run": (c_int, [_P, POINTER(hg_callable), POINTER(hg_arg), c_uint32, _P]),
+    "hg_runner_cancel": (None, [_P]),
     "hg_runner_errmsg": (c_char_p, [_P]),
 }
 
