@@ -5,12 +5,15 @@
  * Exit codes (issue 2's contract): 0 every round's golden passed or was
  * skipped, 1 a golden check failed, 2 a usage error (a --json or --trace path
  * that cannot be written is one, found before any round runs), 3 a runtime
- * error.
+ * error, 130 stopped by SIGINT or SIGTERM.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/clock.h"
 #include "scene/scene.h"
@@ -56,9 +59,12 @@ static const char run_help_text[] =
     "prints a row per mode against off; --json writes every mode's report, --svg the wall\n"
     "time per round per mode.\n"
     "\n"
+    "Ctrl-C (SIGINT) or SIGTERM stops after the current round (a second one stops at\n"
+    "once): the summary and the reports cover the rounds done, marked \"interrupted\".\n"
+    "\n"
     "Exit codes: 0 golden passed or skipped, 1 golden failed, 2 usage error (including a\n"
     "--json or --trace path that cannot be written, reported before any round runs),\n"
-    "3 runtime error.\n";
+    "3 runtime error (the JSON report is still written, with \"error\"), 130 interrupted.\n";
 
 static int usage_error(const char *fmt, const char *what)
 {
@@ -213,8 +219,52 @@ static int parse_run_arg(run_args *ra, int argc, char **argv, int *i)
     return SCENE_EXIT_OK;
 }
 
+/* SIGINT and SIGTERM are blocked in every thread (the device's core threads
+ * inherit the mask) and taken here, by sigwait, on a thread of their own:
+ * no handler runs in the middle of a table line or of a runner's close.  The
+ * first asks the rounds to stop after the current one; the second cancels
+ * the run in flight, or, when none is (making the case), exits at once. */
+typedef struct signal_watch {
+    sigset_t set;
+    scene_cancel *cancel;
+} signal_watch;
+
+static void *watch_signals(void *arg)
+{
+    signal_watch *w = arg;
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&w->set, &sig) != 0)
+            continue;
+        if (scene_cancel_request(w->cancel) >= 2 && !scene_cancel_in_flight(w->cancel))
+            _exit(SCENE_EXIT_INTERRUPTED);
+    }
+    return NULL;
+}
+
+/* Starts the signal thread; false (signals keep their default action) if it
+ * cannot. */
+static bool catch_signals(signal_watch *w, scene_cancel *cancel)
+{
+    pthread_t thread;
+    w->cancel = cancel;
+    sigemptyset(&w->set);
+    sigaddset(&w->set, SIGINT);
+    sigaddset(&w->set, SIGTERM);
+    if (pthread_sigmask(SIG_BLOCK, &w->set, NULL) != 0)
+        return false;
+    if (pthread_create(&thread, NULL, watch_signals, w) != 0) {
+        pthread_sigmask(SIG_UNBLOCK, &w->set, NULL);
+        return false;
+    }
+    pthread_detach(thread);
+    return true;
+}
+
 static int cmd_run(int argc, char **argv, uint64_t start_ns, bool compare)
 {
+    static signal_watch watch; /* the signal thread's: it outlives this call */
+    static scene_cancel cancel;
     run_args ra = {.opts = {.rounds = 1, .start_ns = start_ns, .out = stdout, .err = stderr},
                    .compare = compare};
     for (int i = 2; i < argc; i++) {
@@ -236,6 +286,13 @@ static int cmd_run(int argc, char **argv, uint64_t start_ns, bool compare)
         if (scene_param_set(ra.opts.scene, ra.opts.params, ra.params[i], &err) != 0)
             return usage_error("%s", err.msg);
     }
+    scene_cancel_init(&cancel);
+    if (catch_signals(&watch, &cancel))
+        ra.opts.cancel = &cancel;
+    /* A table into a pipe or a file goes out a line at a time: an
+     * interrupted or killed command never leaves half a row. */
+    if (!isatty(fileno(stdout)))
+        setvbuf(stdout, NULL, _IOLBF, 0);
     return compare ? scene_compare(&ra.opts, ra.svg_path) : scene_run(&ra.opts);
 }
 

@@ -92,7 +92,7 @@ static void print_table(FILE *f, const mode_run *m)
 {
     fprintf(f, "mode  setup_ms  first_ms    later_avg_ms  overall_ms  later_vs_off  "
                "overall_vs_off  h2d_per_later  d2h_per_later\n");
-    for (int i = 0; i < SCENE_RESIDENCY_COUNT; i++) {
+    for (int i = 0; i < SCENE_RESIDENCY_COUNT && m[i].rep.scene != NULL; i++) {
         const scene_report *r = &m[i].rep;
         fprintf(f, "%-4s  %-8.3f  %-10.3f  ", scene_residency_name((scene_residency)i), r->setup_ms,
                 r->first_ms);
@@ -109,7 +109,8 @@ static void print_table(FILE *f, const mode_run *m)
     }
 }
 
-static void write_json(FILE *f, const scene_run_opts *o, const mode_run *m, const char *device)
+static void write_json(FILE *f, const scene_run_opts *o, const mode_run *m, const char *device,
+                       bool interrupted)
 {
     fputs("{\n  \"scene\": ", f);
     json_write_string(f, o->scene->name);
@@ -117,6 +118,7 @@ static void write_json(FILE *f, const scene_run_opts *o, const mode_run *m, cons
     json_write_string(f, device);
     fputs(",\n  \"params\": ", f);
     scene_report_write_params(f, o->scene, o->params);
+    fprintf(f, ",\n  \"interrupted\": %s", interrupted ? "true" : "false");
     fputs(",\n  \"modes\": {", f);
     for (int i = 0; i < SCENE_RESIDENCY_COUNT && m[i].rep.scene != NULL; i++) {
         fprintf(f, "%s\n    ", i ? "," : "");
@@ -213,16 +215,20 @@ static void write_svg(FILE *f, const scene_run_opts *o, const mode_run *m)
 
 /* ----------------------------------------------------------------- compare */
 
+/* The table and the files, of the modes run (all but when interrupted). */
 static int finish(const scene_run_opts *o, const char *svg_path, const mode_run *m,
-                  scene_outputs *outs)
+                  scene_outputs *outs, bool interrupted)
 {
-    int rc = SCENE_EXIT_OK;
-    for (int i = 0; i < SCENE_RESIDENCY_COUNT; i++)
+    int rc = interrupted ? SCENE_EXIT_INTERRUPTED : SCENE_EXIT_OK;
+    for (int i = 0; i < SCENE_RESIDENCY_COUNT && !interrupted; i++)
         if (m[i].rc == SCENE_EXIT_GOLDEN)
             rc = SCENE_EXIT_GOLDEN;
     print_table(o->out, m);
     if (outs->json.f != NULL) {
-        write_json(outs->json.f, o, m, m[0].rep.device);
+        const char *device = m[0].rep.device  ? m[0].rep.device
+                             : o->device_spec ? o->device_spec
+                                              : "sim";
+        write_json(outs->json.f, o, m, device, interrupted);
         if (scene_output_commit(&outs->json, o->err, "--json", o->json_path) != 0)
             rc = SCENE_EXIT_RUNTIME;
     }
@@ -289,16 +295,20 @@ int scene_compare(const scene_run_opts *o, const char *svg_path)
             rc = SCENE_EXIT_RUNTIME;
             break;
         }
+        if (scene_cancel_requested(o->cancel)) {
+            rc = SCENE_EXIT_INTERRUPTED;
+            break;
+        }
         scene_snapshot_restore(&initial, c);
         run_mode(o, c, (scene_residency)i, &m[i]);
-        if (m[i].rc == SCENE_EXIT_RUNTIME)
-            rc = SCENE_EXIT_RUNTIME; /* the line saying why is out already */
+        if (m[i].rc == SCENE_EXIT_RUNTIME || m[i].rc == SCENE_EXIT_INTERRUPTED)
+            rc = m[i].rc; /* a runtime error's line is out already */
     }
-    if (rc == SCENE_EXIT_OK) {
-        rc = finish(o, svg_path, m, &outs);
+    if (rc == SCENE_EXIT_OK || rc == SCENE_EXIT_INTERRUPTED) {
+        rc = finish(o, svg_path, m, &outs, rc == SCENE_EXIT_INTERRUPTED);
     } else if (outs.json.f != NULL && m[0].rep.scene != NULL) {
         /* The modes run so far, the failed one with its "error". */
-        write_json(outs.json.f, o, m, m[0].rep.device);
+        write_json(outs.json.f, o, m, m[0].rep.device, false);
         scene_output_commit(&outs.json, o->err, "--json", o->json_path);
     }
     scene_outputs_abort(&outs);

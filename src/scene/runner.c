@@ -183,7 +183,8 @@ typedef struct round_loop {
     scene_round *rounds;
     uint32_t done;
     bool golden_failed;
-    hg_err fail; /* the runtime error that stopped the rounds (the JSON's "error") */
+    bool interrupted; /* o->cancel stopped the rounds */
+    hg_err fail;      /* the runtime error that stopped the rounds (the JSON's "error") */
 } round_loop;
 
 /* Records a runtime error for the report and prints it as one line.
@@ -208,6 +209,10 @@ static int run_rounds(const scene_run_opts *o, scene_case *c, round_loop *l)
         scene_report_print_header(o->out);
     for (uint32_t i = 0; i < o->rounds; i++) {
         scene_round *sr = &l->rounds[i];
+        if (scene_cancel_requested(o->cancel)) {
+            l->interrupted = true;
+            return 0;
+        }
         int rc = scene_snapshot_restore_changed(&l->initial, c);
         if (rc != 0)
             return loop_fail(o, l, rc, "round %u: cannot restore outputs: %s", i + 1,
@@ -217,6 +222,10 @@ static int run_rounds(const scene_run_opts *o, scene_case *c, round_loop *l)
         scene_progress_round(l->progress, 0);
         if (rc == 0 && scene_snapshot_note_run(&l->initial, c, l->runner) != 0)
             return loop_fail(o, l, HG_ENOMEM, "round %u: out of host memory", i + 1);
+        if (rc == HG_ECANCELED && scene_cancel_requested(o->cancel)) {
+            l->interrupted = true; /* the second request: this round is dropped */
+            return 0;
+        }
         if (rc != 0) {
             const char *msg = hg_runner_errmsg(l->runner);
             return loop_fail(o, l, rc, "round %u: %s", i + 1, *msg ? msg : hg_strerror(rc));
@@ -234,7 +243,8 @@ static int run_rounds(const scene_run_opts *o, scene_case *c, round_loop *l)
 
 /* Prepares the mode's args on a new runner (pin uploads here, timed as
  * setup), runs the rounds, and fills rep (its rounds point into `rounds`,
- * which the caller owns).  Returns 0, SCENE_EXIT_GOLDEN or
+ * which the caller owns).  Returns 0, SCENE_EXIT_GOLDEN,
+ * SCENE_EXIT_INTERRUPTED (o->cancel stopped it: rep has the rounds done) or
  * SCENE_EXIT_RUNTIME (after one line on o->err). */
 int scene_run_rounds(const scene_run_opts *o, hg_device *dev, scene_case *c, hg_trace *trace,
                      scene_round *rounds, scene_report *rep)
@@ -261,10 +271,14 @@ int scene_run_rounds(const scene_run_opts *o, hg_device *dev, scene_case *c, hg_
             fprintf(o->out, "setup: %.3f ms, %llu bytes host -> device (pinned IN args)\n",
                     (double)l.mode.setup_ns / 1e6, (unsigned long long)l.mode.setup_h2d_bytes);
         l.progress = scene_progress_start(o, l.runner);
+        scene_cancel_attach(o->cancel, l.runner);
         rc = run_rounds(o, c, &l);
+        scene_cancel_attach(o->cancel, NULL);
         scene_progress_stop(l.progress);
         if (rc == 0)
-            rc = l.golden_failed ? SCENE_EXIT_GOLDEN : SCENE_EXIT_OK;
+            rc = l.interrupted     ? SCENE_EXIT_INTERRUPTED
+                 : l.golden_failed ? SCENE_EXIT_GOLDEN
+                                   : SCENE_EXIT_OK;
     }
     /* Free the pinned buffers after the rounds, as the reference did. */
     scene_mode_release(&l.mode, dev);
@@ -279,6 +293,7 @@ int scene_run_rounds(const scene_run_opts *o, hg_device *dev, scene_case *c, hg_
                           .nrounds = l.done,
                           .setup_ms = (double)l.mode.setup_ns / 1e6,
                           .setup_h2d_bytes = l.mode.setup_h2d_bytes,
+                          .interrupted = l.interrupted,
                           .error = l.fail};
     scene_report_summarize(rep);
     return rc;
@@ -308,7 +323,7 @@ static int run_case_into(const scene_run_opts *o, hg_device *dev, scene_case *c,
             rc = SCENE_EXIT_RUNTIME;
     }
     rep.overall_ms = (double)(clock_now_ns() - start_ns) / 1e6;
-    if (rc == SCENE_EXIT_OK || rc == SCENE_EXIT_GOLDEN)
+    if (rc == SCENE_EXIT_OK || rc == SCENE_EXIT_GOLDEN || rc == SCENE_EXIT_INTERRUPTED)
         scene_report_print_summary(o->out, &rep);
     /* A failed run still writes its report: the rounds that completed and
      * the error, so CI has something machine-readable. */

@@ -14,6 +14,7 @@
 #ifndef HG_SCENE_SCENE_H
 #define HG_SCENE_SCENE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -189,6 +190,30 @@ const char *scene_residency_name(scene_residency r);
 typedef void (*scene_round_fn)(void *user, uint32_t round, const scene_case *c,
                                const hg_run_stats *stats);
 
+/* A stop request for the scene runner (the command's SIGINT and SIGTERM, a
+ * binding's Ctrl-C).  The first request stops the rounds after the one in
+ * flight; the second also cancels that round's run (hg_runner_cancel).  The
+ * rounds done are reported, with "interrupted": true.  Requests come from
+ * another thread: the runner in flight is kept under the lock, so a cancel
+ * never reaches a runner that is being closed. */
+typedef struct scene_cancel {
+    pthread_mutex_t lock;
+    uint32_t requests;
+    hg_runner *runner; /* the runner whose rounds are in flight, or NULL */
+} scene_cancel;
+
+void scene_cancel_init(scene_cancel *c);
+void scene_cancel_destroy(scene_cancel *c);
+/* Returns the number of requests so far, this one included. */
+uint32_t scene_cancel_request(scene_cancel *c);
+/* True while a runner is attached (its rounds are in flight). */
+bool scene_cancel_in_flight(scene_cancel *c);
+/* True once a request came (NULL: never). */
+bool scene_cancel_requested(scene_cancel *c);
+/* Makes r the runner a second request cancels (NULL: none).  Attaching after
+ * two requests cancels r at once. */
+void scene_cancel_attach(scene_cancel *c, hg_runner *r);
+
 typedef struct scene_run_opts {
     const scene *scene;
     int64_t params[SCENE_MAX_PARAMS];
@@ -205,10 +230,17 @@ typedef struct scene_run_opts {
     FILE *err;               /* error lines */
     scene_round_fn on_round; /* NULL: none */
     void *on_round_user;
+    scene_cancel *cancel; /* NULL: the rounds cannot be stopped early */
 } scene_run_opts;
 
 /* Process exit codes of `hostgraph run`. */
-enum { SCENE_EXIT_OK = 0, SCENE_EXIT_GOLDEN = 1, SCENE_EXIT_USAGE = 2, SCENE_EXIT_RUNTIME = 3 };
+enum {
+    SCENE_EXIT_OK = 0,
+    SCENE_EXIT_GOLDEN = 1,
+    SCENE_EXIT_USAGE = 2,
+    SCENE_EXIT_RUNTIME = 3,
+    SCENE_EXIT_INTERRUPTED = 130 /* stopped by o->cancel: 128 + SIGINT, as shells say */
+};
 
 /* Checks the output paths, opens the device, makes the case and runs it
  * (scene_run_case).  Returns a SCENE_EXIT_* code; a runtime error is one line

@@ -128,5 +128,60 @@ expect_rc "good run" 0 run vector_add --param n=100 --json "$TMP/good.json"
 check "good run: error is null" python3 -c '
 import json, sys; r = json.load(open(sys.argv[1])); assert r["error"] is None, r' "$TMP/good.json"
 
+# ---- item 3: SIGINT / SIGTERM stop after the current round: the summary of
+# the rounds done, the reports with "interrupted": true, exit 130.  The
+# signal is sent once the first row is out (no sleeping on a guess).
+# interrupt NAME SIGNAL COUNT ARGS...: runs hostgraph ARGS in the background
+# with stdout into a pipe, sends SIGNAL COUNT times after the first row (or,
+# for compare, which prints at the end, once the JSON's file is open).
+interrupt() {
+    local name=$1 sig=$2 count=$3
+    shift 3
+    rm -f "$TMP/int.out"
+    ( "$HG" "$@" 2>"$TMP/int.err" | cat >"$TMP/int.out"; exit "${PIPESTATUS[0]}" ) &
+    local job=$!
+    local pid=""
+    for _ in $(seq 1 1200); do
+        [ -z "$pid" ] && pid=$(pgrep -P "$job" -x hostgraph || true)
+        [ -n "$pid" ] && grep -Eq '^1 ' "$TMP/int.out" 2>/dev/null && break
+        [ -n "$pid" ] && [ "$1" = compare ] && ls "$TMP"/.int.json.*.tmp >/dev/null 2>&1 && break
+        sleep 0.05
+    done
+    for _ in $(seq 1 "$count"); do kill "-$sig" "$pid" 2>/dev/null; done
+    wait "$job"
+    local rc=$?
+    check "$name: exit 130 (got $rc; $(head -c 200 "$TMP/int.err"))" test "$rc" -eq 130
+}
+ROWS='^(round  wall_ms .*|[0-9]+ +([0-9.]+ +){8}pass|first round .*)$'
+for sig in INT TERM; do
+    rm -f "$TMP/int.json" "$TMP/int.trace"
+    interrupt "SIG$sig" "$sig" 1 run vector_add --param n=65536 --rounds 100000 \
+        --json "$TMP/int.json" --trace "$TMP/int.trace"
+    check "SIG$sig: the summary of the rounds done" grep -Eq '^first round .*overall' "$TMP/int.out"
+    check "SIG$sig: no line cut (every line a header, a row or the summary)" \
+        test "$(grep -Evc "$ROWS" "$TMP/int.out")" -eq 0
+    check "SIG$sig: the JSON says interrupted" python3 - "$TMP/int.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["interrupted"] is True and r["error"] is None, r
+assert 1 <= len(r["rounds"]) < 100000, len(r["rounds"])
+assert [x["round"] for x in r["rounds"]] == list(range(1, len(r["rounds"]) + 1))
+PY
+    check "SIG$sig: the trace is written" python3 -c '
+import json, sys; json.load(open(sys.argv[1]))' "$TMP/int.trace"
+done
+rm -f "$TMP/int.json"
+interrupt "two SIGINTs" INT 2 run bgemm --param grid=8 --param tile=64 --rounds 100000 \
+    --json "$TMP/int.json"
+check "two SIGINTs: the JSON says interrupted" python3 -c '
+import json, sys; r = json.load(open(sys.argv[1])); assert r["interrupted"] is True, r' \
+    "$TMP/int.json"
+rm -f "$TMP/int.json"
+interrupt "compare SIGINT" INT 1 compare vector_add --param n=65536 --rounds 100000 \
+    --json "$TMP/int.json"
+check "compare SIGINT: the JSON says interrupted" python3 -c '
+import json, sys; r = json.load(open(sys.argv[1])); assert r["interrupted"] is True, r' \
+    "$TMP/int.json"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

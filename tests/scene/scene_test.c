@@ -503,6 +503,61 @@ TEST(runtime_errors_exit_3)
     }
 }
 
+/* Asks to stop, `times` times, after round `at`. */
+typedef struct stop_at {
+    scene_cancel *cancel;
+    uint32_t at, times, last_round;
+} stop_at;
+
+static void request_stop(void *user, uint32_t round, const scene_case *c, const hg_run_stats *s)
+{
+    stop_at *st = user;
+    st->last_round = round;
+    for (uint32_t i = 0; round == st->at && i < st->times; i++)
+        scene_cancel_request(st->cancel);
+}
+
+/* A stop request ends the rounds after the one in flight (one or two
+ * requests: the second cancels a run in flight, or the next one), exit 130,
+ * and the report has the rounds done. */
+TEST(a_stop_request_ends_the_rounds_and_reports_the_rounds_done)
+{
+    for (uint32_t times = 1; times <= 2; times++) {
+        const scene *s = scene_find("vector_add");
+        scene_cancel cancel;
+        scene_cancel_init(&cancel);
+        stop_at st = {.cancel = &cancel, .at = 2, .times = times};
+        scene_run_opts o = {.scene = s,
+                            .rounds = 50,
+                            .quiet = true,
+                            .cancel = &cancel,
+                            .on_round = request_stop,
+                            .on_round_user = &st};
+        scene_params_default(s, o.params);
+        ASSERT_OK(scene_param_set(s, o.params, "n=256", NULL));
+        char dir[256], path[512];
+        make_tmpdir(dir, sizeof dir);
+        snprintf(path, sizeof path, "%s/r.json", dir);
+        o.json_path = path;
+        o.out = tmpfile();
+        o.err = tmpfile();
+        ASSERT_EQ(scene_run(&o), SCENE_EXIT_INTERRUPTED);
+        fclose(o.out);
+        fclose(o.err);
+        ASSERT_UEQ(st.last_round, 2);
+        char text[8192];
+        FILE *f = fopen(path, "r");
+        ASSERT(f != NULL);
+        slurp_and_close(f, text, sizeof text);
+        ASSERT_STR_CONTAINS(text, "\"interrupted\": true");
+        ASSERT_STR_CONTAINS(text, "\"round\": 2,");
+        ASSERT(strstr(text, "\"round\": 3,") == NULL);
+        remove(path);
+        rmdir(dir);
+        scene_cancel_destroy(&cancel);
+    }
+}
+
 int main(void)
 {
     return RUN_TESTS();
