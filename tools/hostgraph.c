@@ -28,6 +28,13 @@ static const char usage_text[] =
     "                 [--device SPEC] [--json FILE] [--svg FILE]\n"
     "       hostgraph --help | --version\n";
 
+static const char list_help_text[] =
+    "usage: hostgraph list\n"
+    "\n"
+    "Prints one line per scene: its name, what it computes, and its params with their\n"
+    "defaults, as KEY=VALUE.  A param whose 0 means \"the preset's value\" shows as\n"
+    "KEY=preset.  hostgraph run --help explains every param.\n";
+
 static const char run_help_text[] =
     "Runs SCENE for N rounds on a device and prints a row per round and a summary.\n"
     "\n"
@@ -66,11 +73,15 @@ static const char run_help_text[] =
     "--json or --trace path that cannot be written, reported before any round runs),\n"
     "3 runtime error (the JSON report is still written, with \"error\"), 130 interrupted.\n";
 
+/* Where a usage error points: the help of the command being parsed. */
+static const char *help_hint = "hostgraph --help";
+
+/* A usage error is its one line and where to look, not the whole usage. */
 static int usage_error(const char *fmt, const char *what)
 {
     fprintf(stderr, "hostgraph: ");
     fprintf(stderr, fmt, what);
-    fprintf(stderr, "\n%s", usage_text);
+    fprintf(stderr, "\nsee '%s'\n", help_hint);
     return SCENE_EXIT_USAGE;
 }
 
@@ -79,6 +90,8 @@ static void print_params(FILE *f, const scene *s, bool verbose)
     for (uint32_t i = 0; i < s->nparams; i++) {
         const scene_param *p = &s->params[i];
         const char *def = scene_param_value_name(p, p->def);
+        if (def == NULL && p->def == 0 && scene_param_zero_is_preset(p))
+            def = "preset";
         if (!verbose) {
             if (def != NULL)
                 fprintf(f, "%s%s=%s", i > 0 ? " " : "", p->name, def);
@@ -93,18 +106,24 @@ static void print_params(FILE *f, const scene *s, bool verbose)
                 fprintf(f, "%s %s", v == p->values ? "" : ",", v->name);
             fprintf(f, ": %s\n", p->help);
         } else {
-            fprintf(f, "    %-8s default %lld, range [%lld, %lld]: %s%s%s\n", p->name,
-                    (long long)p->def, (long long)p->min, (long long)p->max, p->help,
-                    p->alias ? "; also spelled " : "", p->alias ? p->alias : "");
+            fprintf(f, "    %-8s default %s%lld, range [%lld, %lld]: %s%s%s\n", p->name,
+                    def != NULL ? "preset, " : "", (long long)p->def, (long long)p->min,
+                    (long long)p->max, p->help, p->alias ? "; also spelled " : "",
+                    p->alias ? p->alias : "");
         }
     }
 }
 
 static int cmd_list(void)
 {
+    int width = 0;
+    for (uint32_t i = 0; scene_at(i) != NULL; i++) {
+        int len = (int)strlen(scene_at(i)->name);
+        width = len > width ? len : width;
+    }
     for (uint32_t i = 0; scene_at(i) != NULL; i++) {
         const scene *s = scene_at(i);
-        printf("%-12s %s  [", s->name, s->description);
+        printf("%-*s  %s  [", width, s->name, s->description);
         print_params(stdout, s, false);
         printf("]\n");
     }
@@ -219,6 +238,11 @@ static int parse_run_arg(run_args *ra, int argc, char **argv, int *i)
     return SCENE_EXIT_OK;
 }
 
+static bool is_stdout(const char *path)
+{
+    return path != NULL && strcmp(path, "-") == 0;
+}
+
 /* SIGINT and SIGTERM are blocked in every thread (the device's core threads
  * inherit the mask) and taken here, by sigwait, on a thread of their own:
  * no handler runs in the middle of a table line or of a runner's close.  The
@@ -267,18 +291,36 @@ static int cmd_run(int argc, char **argv, uint64_t start_ns, bool compare)
     static scene_cancel cancel;
     run_args ra = {.opts = {.rounds = 1, .start_ns = start_ns, .out = stdout, .err = stderr},
                    .compare = compare};
+    bool flags_done = false; /* after "--", every argument is the scene */
     for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+        int rc = SCENE_EXIT_OK;
+        if (!flags_done && (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0))
             return cmd_run_help();
-        int rc = parse_run_arg(&ra, argc, argv, &i);
+        if (!flags_done && strcmp(argv[i], "--") == 0)
+            flags_done = true;
+        else if (flags_done && ra.scene_name != NULL)
+            rc = usage_error("unexpected argument '%s'", argv[i]);
+        else if (flags_done)
+            ra.scene_name = argv[i];
+        else
+            rc = parse_run_arg(&ra, argc, argv, &i);
         if (rc != SCENE_EXIT_OK)
             return rc;
     }
     if (ra.scene_name == NULL)
         return usage_error("%s: which scene? (hostgraph list shows them)", argv[1]);
     ra.opts.scene = scene_find(ra.scene_name);
-    if (ra.opts.scene == NULL)
-        return usage_error("unknown scene '%s' (hostgraph list shows them)", ra.scene_name);
+    if (ra.opts.scene == NULL) {
+        const scene *near = scene_suggest(ra.scene_name);
+        char msg[512];
+        if (near != NULL)
+            snprintf(msg, sizeof msg, "unknown scene '%s'; did you mean '%s'?", ra.scene_name,
+                     near->name);
+        else
+            snprintf(msg, sizeof msg, "unknown scene '%s' (hostgraph list shows them)",
+                     ra.scene_name);
+        return usage_error("%s", msg);
+    }
     scene_params_default(ra.opts.scene, ra.opts.params);
     for (uint32_t i = 0; i < ra.nparams; i++) {
         hg_err err;
@@ -286,6 +328,9 @@ static int cmd_run(int argc, char **argv, uint64_t start_ns, bool compare)
         if (scene_param_set(ra.opts.scene, ra.opts.params, ra.params[i], &err) != 0)
             return usage_error("%s", err.msg);
     }
+    /* A report on standard output moves the table to standard error. */
+    if (is_stdout(ra.opts.json_path) || is_stdout(ra.opts.trace_path) || is_stdout(ra.svg_path))
+        ra.opts.out = stderr;
     scene_cancel_init(&cancel);
     if (catch_signals(&watch, &cancel))
         ra.opts.cancel = &cancel;
@@ -313,11 +358,18 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "list") == 0) {
+        help_hint = "hostgraph list --help";
+        if (argc > 2 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
+            fputs(list_help_text, stdout);
+            return 0;
+        }
         if (argc > 2)
             return usage_error("list takes no arguments (got '%s')", argv[2]);
         return cmd_list();
     }
-    if (strcmp(cmd, "run") == 0 || strcmp(cmd, "compare") == 0)
+    if (strcmp(cmd, "run") == 0 || strcmp(cmd, "compare") == 0) {
+        help_hint = strcmp(cmd, "run") == 0 ? "hostgraph run --help" : "hostgraph compare --help";
         return cmd_run(argc, argv, start_ns, strcmp(cmd, "compare") == 0);
+    }
     return usage_error("unknown command '%s'", cmd);
 }

@@ -33,19 +33,25 @@ void scene_report_summarize(scene_report *r)
     r->later_avg_ms = r->nrounds > 1 ? later / (r->nrounds - 1) : NAN;
 }
 
-/* Left-aligned columns as wide as their headers, two spaces apart. */
+/* Left-aligned columns, two spaces apart.  Rows are printed as rounds end,
+ * before the widest value is known, so each column is as wide as the values
+ * a real run reaches: 99999.999 ms (a round of 100 s) and 99 GB. */
+enum { MS_W = 9, BYTES_W = 11 };
+
 void scene_report_print_header(FILE *f)
 {
-    fprintf(f, "round  wall_ms  bind_ms  orch_ms  exec_ms  back_ms  rel_ms  h2d_bytes  d2h_bytes  "
-               "golden\n");
+    fprintf(f, "round  %-*s  %-*s  %-*s  %-*s  %-*s  %-*s  %-*s  %-*s  golden\n", MS_W, "wall_ms",
+            MS_W, "bind_ms", MS_W, "orch_ms", MS_W, "exec_ms", MS_W, "back_ms", MS_W, "rel_ms",
+            BYTES_W, "h2d_bytes", BYTES_W, "d2h_bytes");
 }
 
 void scene_report_print_row(FILE *f, uint32_t round, const scene_round *sr)
 {
     const hg_run_stats *s = &sr->stats;
-    fprintf(f, "%-5u  %-7.3f  %-7.3f  %-7.3f  %-7.3f  %-7.3f  %-6.3f  %-9llu  %-9llu  %s\n", round,
-            ms(s->wall_ns), ms(s->bind_ns), ms(s->orch_ns), ms(s->exec_ns), ms(s->copyback_ns),
-            ms(s->release_ns), (unsigned long long)s->h2d_bytes, (unsigned long long)s->d2h_bytes,
+    fprintf(f, "%-5u  %-*.3f  %-*.3f  %-*.3f  %-*.3f  %-*.3f  %-*.3f  %-*llu  %-*llu  %s\n", round,
+            MS_W, ms(s->wall_ns), MS_W, ms(s->bind_ns), MS_W, ms(s->orch_ns), MS_W, ms(s->exec_ns),
+            MS_W, ms(s->copyback_ns), MS_W, ms(s->release_ns), BYTES_W,
+            (unsigned long long)s->h2d_bytes, BYTES_W, (unsigned long long)s->d2h_bytes,
             sr->golden);
 }
 

@@ -183,8 +183,9 @@ typedef struct round_loop {
     scene_round *rounds;
     uint32_t done;
     bool golden_failed;
-    bool interrupted; /* o->cancel stopped the rounds */
-    hg_err fail;      /* the runtime error that stopped the rounds (the JSON's "error") */
+    bool interrupted;   /* o->cancel stopped the rounds */
+    const char *device; /* the device's normalized spec, for messages */
+    hg_err fail;        /* the runtime error that stopped the rounds (the JSON's "error") */
 } round_loop;
 
 /* Records a runtime error for the report and prints it as one line.
@@ -198,6 +199,13 @@ static int loop_fail(const scene_run_opts *o, round_loop *l, int code, const cha
     vsnprintf(l->fail.msg, sizeof l->fail.msg, fmt, ap);
     va_end(ap);
     l->fail.code = code;
+    const char *mem = l->device != NULL ? strstr(l->device, "mem=") : NULL;
+    if (code == HG_EDEVMEM && mem != NULL) {
+        /* The user's own mem= is the likely cause: say so. */
+        size_t used = strlen(l->fail.msg);
+        snprintf(l->fail.msg + used, sizeof l->fail.msg - used, " (device '%s': %.*s bytes)",
+                 l->device, (int)strcspn(mem, ","), mem);
+    }
     fprintf(o->err, "hostgraph: %s\n", l->fail.msg);
     return SCENE_EXIT_RUNTIME;
 }
@@ -249,7 +257,7 @@ static int run_rounds(const scene_run_opts *o, scene_case *c, round_loop *l)
 int scene_run_rounds(const scene_run_opts *o, hg_device *dev, scene_case *c, hg_trace *trace,
                      scene_round *rounds, scene_report *rep)
 {
-    round_loop l = {.rounds = rounds};
+    round_loop l = {.rounds = rounds, .device = hg_device_spec(dev)};
     hg_err err;
     err_clear(&err);
     err_clear(&l.fail);

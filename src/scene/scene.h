@@ -43,6 +43,9 @@ typedef struct scene_param {
     const scene_param_value *values;
 } scene_param;
 
+/* True if 0 stands for "the preset's value" (the convention: the param's
+ * help says "(0: the preset's ...)"), so `list` shows it as "preset". */
+bool scene_param_zero_is_preset(const scene_param *p);
 /* The name of value v of param p, or NULL when p has no name for it. */
 const char *scene_param_value_name(const scene_param *p, int64_t v);
 
@@ -102,6 +105,9 @@ extern const scene scene_qwen3_decode;
 
 /* The scene called `name`, or NULL. */
 const scene *scene_find(const char *name);
+/* The scene whose name is closest to a misspelt `name` (two edits at most,
+ * or one that starts with it), or NULL. */
+const scene *scene_suggest(const char *name);
 /* The i-th registered scene, or NULL past the end (for `hostgraph list`). */
 const scene *scene_at(uint32_t i);
 

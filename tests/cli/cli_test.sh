@@ -57,7 +57,7 @@ check "list shows bgemm with defaults" grep -Eq '^bgemm .*grid=4 tile=32 grid_k=
 
 # ---- a good run: table, rows, summary
 expect_rc "run vector_add exits 0" 0 run vector_add --rounds 3 --param n=4096 --param tile=512
-HEADER='round  wall_ms  bind_ms  orch_ms  exec_ms  back_ms  rel_ms  h2d_bytes  d2h_bytes  golden'
+HEADER='round  wall_ms    bind_ms    orch_ms    exec_ms    back_ms    rel_ms     h2d_bytes    d2h_bytes    golden'
 check "table header is exact" test "$(head -n 1 "$TMP/out")" = "$HEADER"
 check "a row per round, golden pass" test "$(grep -Ec '^[123] .* pass$' "$TMP/out")" -eq 3
 check "rows show exact bytes" grep -Eq '^2 +([0-9.]+ +){6}32768 +16384 +pass$' "$TMP/out"

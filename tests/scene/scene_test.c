@@ -399,8 +399,8 @@ TEST(table_and_json_show_release_time)
     scene_report_print_header(f);
     scene_report_print_row(f, 1, &rounds[0]);
     slurp_and_close(f, text, sizeof text);
-    ASSERT_STR_CONTAINS(text, "back_ms  rel_ms  h2d_bytes");
-    ASSERT_STR_CONTAINS(text, "1.000    2.500   0 ");
+    ASSERT_STR_CONTAINS(text, "back_ms    rel_ms     h2d_bytes");
+    ASSERT_STR_CONTAINS(text, "1.000      2.500      0 ");
     make_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/r.json", dir);
     ASSERT_OK(scene_report_write_json(&r, path));
@@ -556,6 +556,38 @@ TEST(a_stop_request_ends_the_rounds_and_reports_the_rounds_done)
         rmdir(dir);
         scene_cancel_destroy(&cancel);
     }
+}
+
+/* The start column of each space-separated field of line, up to max. */
+static int field_starts(const char *line, int *starts, int max)
+{
+    int n = 0;
+    for (int i = 0; line[i] != '\0' && line[i] != '\n' && n < max; i++)
+        if (line[i] != ' ' && (i == 0 || line[i - 1] == ' '))
+            starts[n++] = i;
+    return n;
+}
+
+/* A round of 12 s and 10 GB still sits under the header's columns. */
+TEST(table_columns_fit_large_values)
+{
+    scene_round sr;
+    memset(&sr, 0, sizeof sr);
+    sr.stats.wall_ns = sr.stats.exec_ns = 12345678901ull;
+    sr.stats.h2d_bytes = 10000000000ull;
+    sr.golden = "pass";
+    FILE *f = tmpfile();
+    ASSERT(f != NULL);
+    scene_report_print_header(f);
+    scene_report_print_row(f, 1, &sr);
+    char text[1024];
+    slurp_and_close(f, text, sizeof text);
+    int head[16], row[16];
+    int nh = field_starts(text, head, 16);
+    int nr = field_starts(strchr(text, '\n') + 1, row, 16);
+    ASSERT_EQ(nh, nr);
+    for (int i = 0; i < nh; i++)
+        ASSERT_EQ(head[i], row[i]);
 }
 
 int main(void)
