@@ -66,7 +66,7 @@ typedef struct hg_scene_opts {
     const char *scene;         /* "bgemm" */
     const char *const *params; /* "KEY=VALUE" strings, as --param takes them */
     uint32_t nparams;
-    uint32_t rounds;        /* 0: 1 */
+    uint32_t rounds;        /* 0: the command's default (1, compare 5) */
     const char *residency;  /* "off" (NULL), "pin", "in" or "all"; run only */
     bool verify;            /* --verify */
     bool skip_golden;       /* --skip-golden */
@@ -75,6 +75,8 @@ typedef struct hg_scene_opts {
     const char *trace_path; /* --trace (run only); NULL: none */
     const char *svg_path;   /* --svg (compare only); NULL: none */
     bool print;             /* print the table and summary on stdout, as the command does */
+    uint32_t repeat;        /* --repeat; 0: the command's default (1, compare 3) */
+    uint32_t warmup;        /* --warmup; compare warms up at least one round */
 } hg_scene_opts;
 
 /* Runs a scene for o->rounds rounds, as `hostgraph run` does, and writes the

@@ -20,13 +20,15 @@
 
 static const char usage_text[] =
     "usage: hostgraph list\n"
-    "       hostgraph run SCENE [--rounds N] [--residency off|pin|in|all] [--verify]\n"
+    "       hostgraph run SCENE [--rounds N] [--repeat N] [--warmup N]\n"
+    "                 [--residency off|pin|in|all] [--verify] [--skip-golden]\n"
+    "                 [--param KEY=VALUE]... [--device SPEC] [--json FILE] [--trace FILE]\n"
+    "                 [--quiet]\n"
+    "       hostgraph compare SCENE [--rounds N] [--repeat N] [--warmup N] [--verify]\n"
     "                 [--skip-golden] [--param KEY=VALUE]... [--device SPEC] [--json FILE]\n"
-    "                 [--trace FILE] [--quiet]\n"
-    "       hostgraph compare SCENE [--rounds N] [--verify] [--skip-golden] [--param "
-    "KEY=VALUE]...\n"
-    "                 [--device SPEC] [--json FILE] [--svg FILE]\n"
-    "       hostgraph --help | --version\n";
+    "                 [--svg FILE]\n"
+    "       hostgraph --help\n"
+    "       hostgraph --version\n";
 
 static const char list_help_text[] =
     "usage: hostgraph list\n"
@@ -38,7 +40,12 @@ static const char list_help_text[] =
 static const char run_help_text[] =
     "Runs SCENE for N rounds on a device and prints a row per round and a summary.\n"
     "\n"
-    "  --rounds N          rounds to run (default 1, at least 1)\n"
+    "  --rounds N          rounds to run (default 1; compare: default 5, at least 2)\n"
+    "  --repeat N          run the rounds N times, each on a new runner (compare: on a\n"
+    "                      fresh device per mode, interleaved; default 1, compare 3);\n"
+    "                      the summary and the JSON give the median later-rounds average\n"
+    "                      with its min-max spread\n"
+    "  --warmup N          unreported rounds before them (default 0, compare 1)\n"
     "  --residency MODE    device copies across rounds (default off):\n"
     "                        off  every round stages every arg\n"
     "                        pin  the reference design: non-empty IN args the scene does not\n"
@@ -62,9 +69,12 @@ static const char run_help_text[] =
     "times (ms), bytes each way, golden.  The summary's later-rounds mean is n/a with one\n"
     "round (null in JSON).\n"
     "\n"
-    "compare runs SCENE once per mode (off, pin, in, all), each on a fresh device, and\n"
-    "prints a row per mode against off; --json writes every mode's report, --svg the wall\n"
-    "time per round per mode.\n"
+    "compare runs SCENE --repeat times per mode (off, pin, in, all, off, pin, ...), each\n"
+    "run on a fresh device, and prints a row per mode: the median later-rounds average,\n"
+    "its min-max spread, the change against off (negative means faster) and a verdict:\n"
+    "faster or slower only when the spreads do not overlap, else within noise.  --json\n"
+    "writes every mode's first report with the spread and verdict, --svg the wall time\n"
+    "per round per mode.\n"
     "\n"
     "Ctrl-C (SIGINT) or SIGTERM stops after the current round (a second one stops at\n"
     "once): the summary and the reports cover the rounds done, marked \"interrupted\".\n"
@@ -150,12 +160,13 @@ typedef struct run_args {
     uint32_t nparams;
 } run_args;
 
-static bool parse_rounds(const char *text, uint32_t *out)
+/* An integer in [lo, hi] into *out; false if text is not one. */
+static bool parse_count(const char *text, long long lo, long long hi, uint32_t *out)
 {
     char *end = NULL;
     errno = 0;
     long long v = strtoll(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || v < 1 || v > 100000)
+    if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi)
         return false;
     *out = (uint32_t)v;
     return true;
@@ -166,8 +177,17 @@ static int apply_value_flag(run_args *ra, const char *flag, const char *value)
 {
     scene_run_opts *o = &ra->opts;
     if (strcmp(flag, "--rounds") == 0) {
-        if (!parse_rounds(value, &o->rounds))
-            return usage_error("--rounds wants an integer from 1 to 100000, not '%s'", value);
+        if (!parse_count(value, ra->compare ? 2 : 1, 100000, &o->rounds))
+            return usage_error(ra->compare ? "--rounds wants an integer from 2 to 100000 (at "
+                                             "least 2: compare compares the later rounds), not '%s'"
+                                           : "--rounds wants an integer from 1 to 100000, not '%s'",
+                               value);
+    } else if (strcmp(flag, "--repeat") == 0) {
+        if (!parse_count(value, 1, SCENE_MAX_REPEAT, &o->repeat))
+            return usage_error("--repeat wants an integer from 1 to 100, not '%s'", value);
+    } else if (strcmp(flag, "--warmup") == 0) {
+        if (!parse_count(value, 0, 100000, &o->warmup))
+            return usage_error("--warmup wants an integer from 0 to 100000, not '%s'", value);
     } else if (strcmp(flag, "--residency") == 0) {
         if (scene_residency_parse(value, &o->residency) != 0)
             return usage_error("--residency '%s': want off, pin, in or all", value);
@@ -197,8 +217,8 @@ static int apply_value_flag(run_args *ra, const char *flag, const char *value)
 
 static bool is_value_flag(const char *flag)
 {
-    static const char *const names[] = {"--rounds", "--residency", "--param", "--device",
-                                        "--json",   "--trace",     "--svg"};
+    static const char *const names[] = {"--rounds", "--residency", "--param",  "--device", "--json",
+                                        "--trace",  "--svg",       "--repeat", "--warmup"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         if (strcmp(flag, names[i]) == 0)
             return true;
@@ -289,7 +309,12 @@ static int cmd_run(int argc, char **argv, uint64_t start_ns, bool compare)
 {
     static signal_watch watch; /* the signal thread's: it outlives this call */
     static scene_cancel cancel;
-    run_args ra = {.opts = {.rounds = 1, .start_ns = start_ns, .out = stdout, .err = stderr},
+    run_args ra = {.opts = {.rounds = compare ? SCENE_COMPARE_ROUNDS : 1,
+                            .repeat = compare ? SCENE_COMPARE_REPEAT : 1,
+                            .warmup = compare ? 1 : 0,
+                            .start_ns = start_ns,
+                            .out = stdout,
+                            .err = stderr},
                    .compare = compare};
     bool flags_done = false; /* after "--", every argument is the scene */
     for (int i = 2; i < argc; i++) {

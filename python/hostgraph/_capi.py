@@ -145,6 +145,8 @@ class hg_scene_opts(Structure):
         ("trace_path", c_char_p),
         ("svg_path", c_char_p),
         ("print", c_bool),
+        ("repeat", c_uint32),
+        ("warmup", c_uint32),
     ]
 
 

@@ -134,7 +134,7 @@ def run_scene(scene: str, *, rounds: int = 1, residency: str = "off", params: Pa
                 print_table)
 
 
-def compare_scene(scene: str, *, rounds: int = 1, params: Params = None, device: Optional[str] = None,
+def compare_scene(scene: str, *, rounds: int = 5, params: Params = None, device: Optional[str] = None,
                   verify: bool = False, skip_golden: bool = False, svg: Optional[str] = None,
                   print_table: bool = False) -> Dict[str, Any]:
     """Runs a scene once per residency mode as ``hostgraph compare`` does; returns

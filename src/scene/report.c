@@ -63,6 +63,9 @@ void scene_report_print_summary(FILE *f, const scene_report *r)
     else
         fprintf(f, "%.3f ms", r->later_avg_ms);
     fprintf(f, "    overall %.3f ms", r->overall_ms);
+    if (r->repeat > 1 && r->later.n > 0)
+        fprintf(f, "    later rounds median %.3f ms (min %.3f, max %.3f, %u repeats)",
+                r->later.median, r->later.min, r->later.max, r->later.n);
     if (r->residency == SCENE_RESIDENCY_PIN)
         fprintf(f, "    setup %.3f ms (%llu bytes)", r->setup_ms,
                 (unsigned long long)r->setup_h2d_bytes);
@@ -201,6 +204,24 @@ void scene_report_write_object(FILE *f, const scene_report *r, int indent)
     field(f, in, "overall_ms");
     json_write_number(f, r->overall_ms);
     fputc(',', f);
+    const struct {
+        const char *name;
+        double value;
+    } spread[] = {{"repeat", r->repeat > 0 ? r->repeat : 1},
+                  {"warmup", r->warmup},
+                  {"later_avg_ms_median", r->later.median},
+                  {"later_avg_ms_min", r->later.min},
+                  {"later_avg_ms_max", r->later.max}};
+    for (size_t i = 0; i < sizeof spread / sizeof spread[0]; i++) {
+        field(f, in, spread[i].name);
+        json_write_number(f, spread[i].value);
+        fputc(',', f);
+    }
+    if (r->verdict != NULL) {
+        field(f, in, "verdict");
+        json_write_string(f, r->verdict);
+        fputc(',', f);
+    }
     field(f, in, "interrupted");
     fputs(r->interrupted ? "true," : "false,", f);
     field(f, in, "error");

@@ -28,8 +28,11 @@ typedef struct scene_report {
     double overall_ms;   /* the whole command, start to report (setup included) */
     double setup_ms;     /* pin: the one-time upload before the rounds; else 0 */
     uint64_t setup_h2d_bytes;
-    bool interrupted; /* stopped early on request (SIGINT, a cancel call) */
-    hg_err error;     /* the runtime error that stopped the rounds; code 0 if none */
+    uint32_t repeat, warmup; /* the rounds ran `repeat` times after `warmup` rounds */
+    scene_spread later;      /* later_avg_ms over the repeats */
+    const char *verdict;     /* compare: against off ("within noise", ...); NULL: none */
+    bool interrupted;        /* stopped early on request (SIGINT, a cancel call) */
+    hg_err error;            /* the runtime error that stopped the rounds; code 0 if none */
 } scene_report;
 
 /* Runs the rounds of one mode (runner.c): a new runner, the mode's args
@@ -38,6 +41,13 @@ typedef struct scene_report {
  * to the caller.  Returns SCENE_EXIT_OK, _GOLDEN or _RUNTIME. */
 int scene_run_rounds(const scene_run_opts *o, hg_device *dev, scene_case *c, hg_trace *trace,
                      scene_round *rounds, scene_report *rep);
+
+/* scene_run_rounds after o->warmup unreported rounds, then o->repeat - 1
+ * more times (unreported, each from the case's initial outputs): rep is the
+ * first repeat's, with repeat, warmup and the spread of every repeat's
+ * later-round average (repeat.c).  Returns as scene_run_rounds. */
+int scene_run_repeats(const scene_run_opts *o, hg_device *dev, scene_case *c, hg_trace *trace,
+                      scene_round *rounds, scene_report *rep);
 
 /* Fills first_ms and later_avg_ms from the rounds. */
 void scene_report_summarize(scene_report *r);

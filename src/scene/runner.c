@@ -304,6 +304,8 @@ int scene_run_rounds(const scene_run_opts *o, hg_device *dev, scene_case *c, hg_
                           .interrupted = l.interrupted,
                           .error = l.fail};
     scene_report_summarize(rep);
+    rep->repeat = 1;
+    rep->later = scene_spread_of(&rep->later_avg_ms, 1);
     return rc;
 }
 
@@ -322,7 +324,7 @@ static int run_case_into(const scene_run_opts *o, hg_device *dev, scene_case *c,
         return SCENE_EXIT_RUNTIME;
     }
     scene_report rep;
-    int rc = scene_run_rounds(o, dev, c, trace, rounds, &rep);
+    int rc = scene_run_repeats(o, dev, c, trace, rounds, &rep);
     /* A failed round still leaves its trace: the spans up to the failure are
      * what a user debugging it wants. */
     if (trace != NULL) {

@@ -237,7 +237,30 @@ typedef struct scene_run_opts {
     scene_round_fn on_round; /* NULL: none */
     void *on_round_user;
     scene_cancel *cancel; /* NULL: the rounds cannot be stopped early */
+    uint32_t repeat;      /* times the rounds run, each on a new runner (0: once) */
+    uint32_t warmup;      /* unreported rounds before them */
 } scene_run_opts;
+
+/* ------------------------------------------------------------ spread.c */
+
+#define SCENE_MAX_REPEAT 100
+/* compare's defaults: enough later rounds for an average, enough repeats for
+ * a spread. */
+#define SCENE_COMPARE_ROUNDS 5
+#define SCENE_COMPARE_REPEAT 3
+
+/* Repeated measurements of one number: the median and the min-max spread
+ * (NaN and n 0 when none). */
+typedef struct scene_spread {
+    double median, min, max;
+    uint32_t n;
+} scene_spread;
+
+/* The spread of values[0..n) (NaNs skipped; at most SCENE_MAX_REPEAT). */
+scene_spread scene_spread_of(const double *values, uint32_t n);
+/* "faster" or "slower" when mode's spread lies wholly below or above off's,
+ * "within noise" when they overlap, "n/a" when either is empty. */
+const char *scene_verdict(const scene_spread *mode, const scene_spread *off);
 
 /* Process exit codes of `hostgraph run`. */
 enum {
@@ -328,11 +351,15 @@ bool scene_reads_on_host(const scene *s, const char *name);
 
 /* ------------------------------------------------------------ compare.c */
 
-/* `hostgraph compare`: runs the case once per residency mode (off, pin, in,
- * all), each on a fresh device of o->device_spec, in one process, and prints
- * a row per mode against off; writes o->json_path (every mode's report) and
- * svg_path (per-round wall time per mode) when set.  Returns a SCENE_EXIT_*
- * code: 1 if any mode failed golden. */
+/* `hostgraph compare`: after o->warmup (at least 1) unreported rounds, runs
+ * the case o->repeat times per residency mode (off, pin, in, all),
+ * interleaved mode by mode, each run on a fresh device of o->device_spec, in
+ * one process, and prints a row per mode against off: the median later-round
+ * average, its min-max spread and a verdict (faster, slower, within noise);
+ * writes o->json_path (every mode's first report, with the spread and the
+ * verdict) and svg_path (per-round wall time per mode) when set.  o->rounds
+ * below 2 is SCENE_EXIT_USAGE.  Returns a SCENE_EXIT_* code: 1 if any mode
+ * failed golden. */
 int scene_compare(const scene_run_opts *o, const char *svg_path);
 
 #endif

@@ -98,6 +98,8 @@ __attribute__((visibility("default"))) const hg_abi_field hg_abi_fields[] = {
     FIELD(hg_scene_opts, trace_path),
     FIELD(hg_scene_opts, svg_path),
     FIELD(hg_scene_opts, print),
+    FIELD(hg_scene_opts, repeat),
+    FIELD(hg_scene_opts, warmup),
 };
 
 __attribute__((visibility("default"))) const size_t hg_abi_num_fields =

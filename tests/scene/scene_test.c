@@ -590,6 +590,27 @@ TEST(table_columns_fit_large_values)
         ASSERT_EQ(head[i], row[i]);
 }
 
+/* A change counts only when the spreads do not overlap. */
+TEST(verdict_is_within_noise_when_spreads_overlap)
+{
+    const double off_v[3] = {10, 12, 11}, overlap[3] = {9, 10.5, 8}, below[3] = {7, 9.9, 8},
+                 above[3] = {13, 12.5, 20}, empty[1] = {NAN};
+    scene_spread off = scene_spread_of(off_v, 3);
+    ASSERT(off.median == 11 && off.min == 10 && off.max == 12 && off.n == 3);
+    scene_spread s = scene_spread_of(overlap, 3);
+    ASSERT_STR_CONTAINS(scene_verdict(&s, &off), "within noise");
+    s = scene_spread_of(below, 3);
+    ASSERT_STR_CONTAINS(scene_verdict(&s, &off), "faster");
+    s = scene_spread_of(above, 3);
+    ASSERT_STR_CONTAINS(scene_verdict(&s, &off), "slower");
+    ASSERT_STR_CONTAINS(scene_verdict(&off, &off), "within noise");
+    s = scene_spread_of(empty, 1);
+    ASSERT_UEQ(s.n, 0);
+    ASSERT_STR_CONTAINS(scene_verdict(&s, &off), "n/a");
+    const double even[4] = {4, 1, 3, 2};
+    ASSERT(scene_spread_of(even, 4).median == 2.5);
+}
+
 int main(void)
 {
     return RUN_TESTS();
