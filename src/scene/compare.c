@@ -218,10 +218,12 @@ int scene_compare(const scene_run_opts *o, const char *svg_path)
     int rc = scene_outputs_open(&outs, o->err, o->json_path, NULL, svg_path);
     if (rc != 0)
         return rc;
+    const uint64_t case_start = clock_now_ns();
     if ((rc = make_case(o, &c)) != 0) {
         scene_outputs_abort(&outs);
         return rc;
     }
+    const double case_ms = (double)(clock_now_ns() - case_start) / 1e6;
     mode_run m[SCENE_RESIDENCY_COUNT];
     memset(m, 0, sizeof m);
     scene_snapshot initial;
@@ -238,8 +240,10 @@ int scene_compare(const scene_run_opts *o, const char *svg_path)
         rc = warm_up(o, c, &initial);
         if (rc == SCENE_EXIT_OK)
             rc = run_repeats(o, c, &initial, m, scratch);
-        for (int i = 0; i < SCENE_RESIDENCY_COUNT && m[i].rep.scene != NULL; i++)
+        for (int i = 0; i < SCENE_RESIDENCY_COUNT && m[i].rep.scene != NULL; i++) {
             later_bytes(&m[i]);
+            m[i].rep.case_ms = case_ms; /* the one case every mode ran */
+        }
         rc = finish(o, svg_path, m, &outs, rc);
         scene_snapshot_free(&initial);
     }

@@ -62,7 +62,8 @@ void scene_report_print_summary(FILE *f, const scene_report *r)
         fputs("n/a", f);
     else
         fprintf(f, "%.3f ms", r->later_avg_ms);
-    fprintf(f, "    overall %.3f ms", r->overall_ms);
+    fprintf(f, "    overall %.3f ms (case %.3f ms, golden %.3f ms)", r->overall_ms, r->case_ms,
+            r->golden_ms);
     if (r->repeat > 1 && r->later.n > 0)
         fprintf(f, "    later rounds median %.3f ms (min %.3f, max %.3f, %u repeats)",
                 r->later.median, r->later.min, r->later.max, r->later.n);
@@ -195,6 +196,12 @@ void scene_report_write_object(FILE *f, const scene_report *r, int indent)
         json_write_number(f, (double)r->setup_h2d_bytes);
         fputc(',', f);
     }
+    field(f, in, "case_ms");
+    json_write_number(f, r->case_ms);
+    fputc(',', f);
+    field(f, in, "golden_ms");
+    json_write_number(f, r->golden_ms);
+    fputc(',', f);
     field(f, in, "first_ms");
     json_write_number(f, r->first_ms);
     fputc(',', f);

@@ -25,8 +25,13 @@ typedef struct scene_report {
     uint32_t nrounds;    /* rounds completed */
     double first_ms;     /* round 1's wall time */
     double later_avg_ms; /* mean wall time of rounds 2..N; NAN (JSON null) with one round */
-    double overall_ms;   /* the whole command, start to report (setup included) */
-    double setup_ms;     /* pin: the one-time upload before the rounds; else 0 */
+    /* The whole command, from its start to the report: making the case,
+     * opening the device, setup, warm-up, the rounds with their restores and
+     * golden checks, and the repeats.  compare: a mode's setup and rounds. */
+    double overall_ms;
+    double setup_ms;  /* pin: the one-time upload before the rounds; else 0 */
+    double case_ms;   /* making the case (its buffers, inputs and goldens) */
+    double golden_ms; /* every golden check of the rounds, together */
     uint64_t setup_h2d_bytes;
     uint32_t repeat, warmup; /* the rounds ran `repeat` times after `warmup` rounds */
     scene_spread later;      /* later_avg_ms over the repeats */

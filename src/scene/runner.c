@@ -186,6 +186,7 @@ typedef struct round_loop {
     bool interrupted;   /* o->cancel stopped the rounds */
     const char *device; /* the device's normalized spec, for messages */
     hg_err fail;        /* the runtime error that stopped the rounds (the JSON's "error") */
+    uint64_t golden_ns; /* the golden checks, together */
 } round_loop;
 
 /* Records a runtime error for the report and prints it as one line.
@@ -227,7 +228,8 @@ static int run_rounds(const scene_run_opts *o, scene_case *c, round_loop *l)
                              hg_strerror(rc));
         scene_progress_round(l->progress, i + 1);
         rc = hg_runner_run(l->runner, &c->callable, l->mode.args, c->nargs, &sr->stats);
-        scene_progress_round(l->progress, 0);
+        if (rc != 0 || o->skip_golden)
+            scene_progress_round(l->progress, 0);
         if (rc == 0 && scene_snapshot_note_run(&l->initial, c, l->runner) != 0)
             return loop_fail(o, l, HG_ENOMEM, "round %u: out of host memory", i + 1);
         if (rc == HG_ECANCELED && scene_cancel_requested(o->cancel)) {
@@ -238,8 +240,13 @@ static int run_rounds(const scene_run_opts *o, scene_case *c, round_loop *l)
             const char *msg = hg_runner_errmsg(l->runner);
             return loop_fail(o, l, rc, "round %u: %s", i + 1, *msg ? msg : hg_strerror(rc));
         }
+        const uint64_t check_start = clock_now_ns();
+        scene_progress_phase(l->progress, o->skip_golden ? NULL : "checking golden");
         if (!check_round(o, c, i + 1, sr))
             l->golden_failed = true;
+        l->golden_ns += clock_now_ns() - check_start;
+        scene_progress_phase(l->progress, NULL);
+        scene_progress_round(l->progress, 0);
         l->done = i + 1;
         if (o->on_round != NULL)
             o->on_round(o->on_round_user, i + 1, c, &sr->stats);
@@ -301,6 +308,7 @@ int scene_run_rounds(const scene_run_opts *o, hg_device *dev, scene_case *c, hg_
                           .nrounds = l.done,
                           .setup_ms = (double)l.mode.setup_ns / 1e6,
                           .setup_h2d_bytes = l.mode.setup_h2d_bytes,
+                          .golden_ms = (double)l.golden_ns / 1e6,
                           .interrupted = l.interrupted,
                           .error = l.fail};
     scene_report_summarize(rep);
@@ -312,7 +320,7 @@ int scene_run_rounds(const scene_run_opts *o, hg_device *dev, scene_case *c, hg_
 /* Runs the rounds and writes the summary and the files opened in outs
  * (which it closes). */
 static int run_case_into(const scene_run_opts *o, hg_device *dev, scene_case *c,
-                         scene_outputs *outs)
+                         scene_outputs *outs, double case_ms)
 {
     const uint64_t start_ns = o->start_ns != 0 ? o->start_ns : clock_now_ns();
     hg_trace *trace = NULL;
@@ -325,6 +333,7 @@ static int run_case_into(const scene_run_opts *o, hg_device *dev, scene_case *c,
     }
     scene_report rep;
     int rc = scene_run_repeats(o, dev, c, trace, rounds, &rep);
+    rep.case_ms = case_ms;
     /* A failed round still leaves its trace: the spans up to the failure are
      * what a user debugging it wants. */
     if (trace != NULL) {
@@ -356,7 +365,7 @@ int scene_run_case(const scene_run_opts *o, hg_device *dev, scene_case *c)
 {
     scene_outputs outs;
     int rc = scene_outputs_open(&outs, o->err, o->json_path, o->trace_path, NULL);
-    return rc != 0 ? rc : run_case_into(o, dev, c, &outs);
+    return rc != 0 ? rc : run_case_into(o, dev, c, &outs, 0.0);
 }
 
 int scene_run(const scene_run_opts *o)
@@ -381,7 +390,12 @@ int scene_run(const scene_run_opts *o)
     scene_case *c = NULL;
     hg_err err;
     err_clear(&err);
+    scene_progress *progress = scene_progress_start(o, NULL);
+    scene_progress_phase(progress, "making the case");
+    const uint64_t case_start = clock_now_ns();
     rc = scene_case_make(o->scene, o->params, &c, &err);
+    const double case_ms = (double)(clock_now_ns() - case_start) / 1e6;
+    scene_progress_stop(progress);
     if (rc != 0) {
         fprintf(o->err, "hostgraph: scene '%s': %s\n", o->scene->name,
                 *err.msg ? err.msg : hg_strerror(rc));
@@ -391,7 +405,7 @@ int scene_run(const scene_run_opts *o)
          * layer count the host cannot hold) are bad command-line values. */
         return rc == HG_EINVAL || rc == HG_ERANGE ? SCENE_EXIT_USAGE : SCENE_EXIT_RUNTIME;
     }
-    rc = run_case_into(o, dev, c, &outs);
+    rc = run_case_into(o, dev, c, &outs, case_ms);
     scene_case_destroy(c);
     hg_device_close(dev);
     return rc;

@@ -291,6 +291,11 @@ int scene_run_case(const scene_run_opts *o, hg_device *dev, scene_case *c);
 typedef struct scene_progress scene_progress;
 scene_progress *scene_progress_start(const scene_run_opts *o, const hg_runner *r);
 void scene_progress_round(scene_progress *p, uint32_t round);
+/* A phase outside a run (a static string: "making the case", "checking
+ * golden"), shown like a long round, with the round when one is set; NULL
+ * ends it.  r may be NULL at start (no runner yet) and set later. */
+void scene_progress_phase(scene_progress *p, const char *phase);
+void scene_progress_set_runner(scene_progress *p, const hg_runner *r);
 void scene_progress_stop(scene_progress *p);
 
 /* The bytes of every OUT/INOUT arg of a case, indexed like its args: what

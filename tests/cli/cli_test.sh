@@ -61,7 +61,7 @@ HEADER='round  wall_ms    bind_ms    orch_ms    exec_ms    back_ms    rel_ms    
 check "table header is exact" test "$(head -n 1 "$TMP/out")" = "$HEADER"
 check "a row per round, golden pass" test "$(grep -Ec '^[123] .* pass$' "$TMP/out")" -eq 3
 check "rows show exact bytes" grep -Eq '^2 +([0-9.]+ +){6}32768 +16384 +pass$' "$TMP/out"
-SUMMARY='^first round [0-9.]+ ms    later rounds avg ([0-9.]+ ms|n/a)    overall [0-9.]+ ms$'
+SUMMARY='^first round [0-9.]+ ms    later rounds avg ([0-9.]+ ms|n/a)    overall [0-9.]+ ms \(case [0-9.]+ ms, golden [0-9.]+ ms\)$'
 check "summary line" grep -Eq "$SUMMARY" "$TMP/out"
 check "summary has a later-rounds mean with 3 rounds" grep -Eq 'later rounds avg [0-9.]+ ms' "$TMP/out"
 expect_rc "one round exits 0" 0 run vector_add --param n=100 --json "$TMP/one.json"

@@ -75,5 +75,20 @@ assert 0 <= r["later_avg_ms_min"] <= r["later_avg_ms_median"] <= r["later_avg_ms
 PY
 expect_rc "run --repeat 0 is refused" 2 run vector_add --repeat 0
 
+# ---- item 7: overall is defined, and its parts are reported: case_ms
+# (making the case) and golden_ms (every golden check) beside the rounds
+expect_rc "run --help" 0 run --help
+check "--help defines overall" grep -q "overall: the whole command" "$TMP/out"
+expect_rc "run for case and golden times" 0 run bgemm --rounds 3 --json "$TMP/parts.json"
+check "summary: overall with case and golden" \
+    grep -Eq 'overall [0-9.]+ ms \(case [0-9.]+ ms, golden [0-9.]+ ms\)' "$TMP/out"
+check "JSON: case_ms and golden_ms" python3 - "$TMP/parts.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["case_ms"] > 0 and r["golden_ms"] > 0, r
+walls = sum(x["wall_ms"] for x in r["rounds"])
+assert r["overall_ms"] >= r["case_ms"] + r["golden_ms"] + walls, r
+PY
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
