@@ -67,7 +67,9 @@ static int run_mode(const scene_run_opts *base, scene_case *c, scene_residency m
 static void write_json(FILE *f, const scene_run_opts *o, const mode_run *m, const char *device,
                        bool interrupted)
 {
-    fputs("{\n  \"scene\": ", f);
+    fputs("{", f);
+    scene_report_write_provenance(f, 2);
+    fputs("\n  \"scene\": ", f);
     json_write_string(f, o->scene->name);
     fputs(",\n  \"device\": ", f);
     json_write_string(f, device);

@@ -19,6 +19,11 @@
 #include "base/outfile.h"
 #include "scene/report.h"
 
+/* scenes/kernels/kernels.h's: "avx512bf16" or "portable", the path the
+ * workload kernels take (that header lives beside the scenes, not on the
+ * scene runner's include path). */
+const char *kern_path(void);
+
 static double ms(uint64_t ns)
 {
     return (double)ns / 1e6;
@@ -162,10 +167,27 @@ static void field(FILE *f, int indent, const char *name)
     key(f, name);
 }
 
+void scene_report_write_provenance(FILE *f, int indent)
+{
+    field(f, indent, "schema");
+    json_write_number(f, SCENE_REPORT_SCHEMA);
+    fputc(',', f);
+    field(f, indent, "hostgraph_version");
+    json_write_string(f, HG_VERSION);
+    fputc(',', f);
+    field(f, indent, "kernels");
+    json_write_string(f, kern_path());
+    fputc(',', f);
+    field(f, indent, "host");
+    scene_report_write_host(f);
+    fputc(',', f);
+}
+
 void scene_report_write_object(FILE *f, const scene_report *r, int indent)
 {
     const int in = indent + 2;
     fputs("{", f);
+    scene_report_write_provenance(f, in);
     field(f, in, "scene");
     json_write_string(f, r->scene->name);
     fputc(',', f);

@@ -10,6 +10,9 @@
 
 #include "scene/scene.h"
 
+/* The JSON report's shape: bumped when a field changes meaning or goes. */
+#define SCENE_REPORT_SCHEMA 1
+
 typedef struct scene_round {
     hg_run_stats stats;
     const char *golden; /* "pass", "fail" or "skipped" */
@@ -64,6 +67,11 @@ void scene_report_print_summary(FILE *f, const scene_report *r);
 int scene_report_write_json(const scene_report *r, const char *path);
 /* The report's JSON object, indented by `indent` spaces (compare nests it). */
 void scene_report_write_object(FILE *f, const scene_report *r, int indent);
+/* The host object {"cpu": model, "cores": n, "memory_bytes": n} (host.c). */
+void scene_report_write_host(FILE *f);
+/* "schema", "hostgraph_version", "kernels" and "host": what produced a
+ * report, each on its own line at `indent`, each followed by a comma. */
+void scene_report_write_provenance(FILE *f, int indent);
 /* The params object {"name": value, ...}. */
 void scene_report_write_params(FILE *f, const scene *s, const int64_t *params);
 

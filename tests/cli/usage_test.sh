@@ -108,5 +108,28 @@ for l in lines[1:3]:
     assert [m.start() for m in re.finditer(r"\S+", l)] == starts, (l, starts)
 PY
 
+# ---- item 8: the JSON report says what produced it
+expect_rc "run for provenance" 0 run vector_add --param n=100 --json "$TMP/prov.json"
+"$HG" --version >"$TMP/version"
+check "JSON: schema, version, device, kernels, host" python3 - "$TMP/prov.json" "$TMP/version" <<'PY'
+import json, os, sys
+r = json.load(open(sys.argv[1]))
+version = open(sys.argv[2]).read().split()[1]
+assert r["schema"] == 1 and r["hostgraph_version"] == version, r
+assert r["device"].startswith("sim:cores="), r["device"]
+assert r["kernels"] in ("avx512bf16", "portable"), r["kernels"]
+h = r["host"]
+assert isinstance(h["cpu"], str) and h["cpu"], h
+assert h["cores"] == os.cpu_count(), h
+assert h["memory_bytes"] > 1 << 20, h
+PY
+HG_KERNELS=portable "$HG" run vector_add --param n=100 --json "$TMP/port.json" >/dev/null 2>&1
+check "JSON: HG_KERNELS=portable says portable" python3 -c '
+import json, sys; assert json.load(open(sys.argv[1]))["kernels"] == "portable"' "$TMP/port.json"
+expect_rc "compare for provenance" 0 compare vector_add --param n=100 --json "$TMP/cprov.json"
+check "compare JSON: schema and host at the top" python3 -c '
+import json, sys; r = json.load(open(sys.argv[1])); assert r["schema"] == 1 and r["host"]["cores"] > 0' \
+    "$TMP/cprov.json"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
