@@ -542,6 +542,11 @@ int hg_runner_copied_back(const hg_runner *r, uint32_t arg, hg_range *out, size_
  * or finished first: one cancel stops at most one run.  Safe from any
  * thread and from a signal handler (one atomic store).  NULL is a no-op. */
 void hg_runner_cancel(hg_runner *r);
+/* Withdraws a cancel that no run acted on: one made after the run it was
+ * meant for had finished, which would otherwise stop the next run.  For a
+ * caller that joins the run before it clears (the Python bindings).  NULL
+ * is a no-op. */
+void hg_runner_cancel_clear(hg_runner *r);
 
 /* The stage the runner's run is in now ("bind", "orchestrate", "execute",
  * "copy back", "release"), or NULL between runs.  With hg_runner_cancel, the

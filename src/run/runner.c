@@ -130,6 +130,12 @@ void hg_runner_cancel(hg_runner *r)
         atomic_store_explicit(&r->cancel, true, memory_order_relaxed);
 }
 
+void hg_runner_cancel_clear(hg_runner *r)
+{
+    if (r != NULL)
+        atomic_store_explicit(&r->cancel, false, memory_order_relaxed);
+}
+
 /* Between stages: HG_ECANCELED if a cancel is pending. */
 static int run_check_cancel(hg_runner *r, const char *before)
 {

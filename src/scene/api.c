@@ -19,6 +19,35 @@ struct hg_scene_case {
     scene_case *c;
 };
 
+struct hg_scene_cancel {
+    scene_cancel c;
+};
+
+int hg_scene_cancel_create(hg_scene_cancel **out)
+{
+    if (out == NULL)
+        return HG_EINVAL;
+    *out = calloc(1, sizeof **out);
+    if (*out == NULL)
+        return HG_ENOMEM;
+    scene_cancel_init(&(*out)->c);
+    return 0;
+}
+
+void hg_scene_cancel_destroy(hg_scene_cancel *c)
+{
+    if (c == NULL)
+        return;
+    scene_cancel_destroy(&c->c);
+    free(c);
+}
+
+void hg_scene_cancel_request(hg_scene_cancel *c)
+{
+    if (c != NULL)
+        scene_cancel_request(&c->c);
+}
+
 /* ---------------------------------------------------------------- registry */
 
 uint32_t hg_scene_count(void)
@@ -107,6 +136,7 @@ static int make_run_opts(const hg_scene_opts *o, bool compare, scene_run_opts *r
     ro->rounds = o->rounds > 0 ? o->rounds : compare ? SCENE_COMPARE_ROUNDS : 1;
     ro->repeat = o->repeat > 0 ? o->repeat : compare ? SCENE_COMPARE_REPEAT : 1;
     ro->warmup = o->warmup;
+    ro->cancel = o->cancel != NULL ? &o->cancel->c : NULL;
     ro->verify = o->verify;
     ro->skip_golden = o->skip_golden;
     ro->device_spec = o->device;
