@@ -131,6 +131,18 @@ TEST(cancel_between_runs_stops_the_next_run_before_it_binds)
     fixture_close(&f);
 }
 
+TEST(a_cancel_withdrawn_stops_nothing)
+{
+    fixture f;
+    ASSERT_OK(fixture_open(&f, HG_STAGED));
+    hg_runner_cancel(f.r);
+    hg_runner_cancel_clear(f.r);
+    ASSERT_OK(run(&f, &K_STEP, NULL));
+    ASSERT_UEQ(atomic_load(&calls), CHAIN);
+    hg_runner_cancel_clear(NULL); /* a no-op */
+    fixture_close(&f);
+}
+
 static void on_usr1(int sig)
 {
     (void)sig;
