@@ -80,8 +80,9 @@ static const char run_help_text[] =
     "writes every mode's first report with the spread and verdict, --svg the wall time\n"
     "per round per mode.\n"
     "\n"
-    "Ctrl-C (SIGINT) or SIGTERM stops after the current round (a second one stops at\n"
-    "once): the summary and the reports cover the rounds done, marked \"interrupted\".\n"
+    "Ctrl-C (SIGINT) or SIGTERM stops after the current round (a second one stops the\n"
+    "run in flight, a third exits at once): the summary and the reports cover the rounds\n"
+    "done, marked \"interrupted\".\n"
     "\n"
     "Exit codes: 0 golden passed or skipped, 1 golden failed, 2 usage error (including a\n"
     "--json or --trace path that cannot be written, reported before any round runs),\n"
@@ -271,7 +272,8 @@ static bool is_stdout(const char *path)
  * inherit the mask) and taken here, by sigwait, on a thread of their own:
  * no handler runs in the middle of a table line or of a runner's close.  The
  * first asks the rounds to stop after the current one; the second cancels
- * the run in flight, or, when none is (making the case), exits at once. */
+ * the run in flight (between rounds, making the case or checking golden, the
+ * command stops at its next check); a third exits at once, without reports. */
 typedef struct signal_watch {
     sigset_t set;
     scene_cancel *cancel;
@@ -284,7 +286,7 @@ static void *watch_signals(void *arg)
         int sig = 0;
         if (sigwait(&w->set, &sig) != 0)
             continue;
-        if (scene_cancel_request(w->cancel) >= 2 && !scene_cancel_in_flight(w->cancel))
+        if (scene_cancel_request(w->cancel) >= 3)
             _exit(SCENE_EXIT_INTERRUPTED);
     }
     return NULL;

@@ -51,10 +51,3 @@ void scene_cancel_attach(scene_cancel *c, hg_runner *r)
     pthread_mutex_unlock(&c->lock);
 }
 
-bool scene_cancel_in_flight(scene_cancel *c)
-{
-    pthread_mutex_lock(&c->lock);
-    bool attached = c->runner != NULL;
-    pthread_mutex_unlock(&c->lock);
-    return attached;
-}

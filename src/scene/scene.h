@@ -212,8 +212,6 @@ void scene_cancel_init(scene_cancel *c);
 void scene_cancel_destroy(scene_cancel *c);
 /* Returns the number of requests so far, this one included. */
 uint32_t scene_cancel_request(scene_cancel *c);
-/* True while a runner is attached (its rounds are in flight). */
-bool scene_cancel_in_flight(scene_cancel *c);
 /* True once a request came (NULL: never). */
 bool scene_cancel_requested(scene_cancel *c);
 /* Makes r the runner a second request cancels (NULL: none).  Attaching after
