@@ -41,19 +41,20 @@ extern "C" {
 
 enum {
     HG_OK = 0,
-    HG_EINVAL = -1,       /* an argument is malformed (names it in the message) */
-    HG_EOVERFLOW = -2,    /* a size computation would overflow */
-    HG_ELIMIT = -3,       /* a fixed limit was exceeded (args, scalars, dims) */
-    HG_ENOMEM = -4,       /* host memory allocation failed */
-    HG_EDEVMEM = -5,      /* device memory allocation failed */
-    HG_ECOPY = -6,        /* a host<->device copy failed */
-    HG_EKERNEL = -7,      /* a kernel returned an error */
-    HG_ENOHOSTVIEW = -8,  /* host code read an arg that is only a device view */
-    HG_ERANGE = -9,       /* a view reaches outside its buffer or arg */
-    HG_ENOTFOUND = -10,   /* no such scene, arg, param or device address */
-    HG_EIO = -11,         /* a file could not be read or written */
-    HG_ESTALE = -12,      /* a resident copy no longer matches its host buffer */
-    HG_EUNSUPPORTED = -13 /* the device cannot do what was asked */
+    HG_EINVAL = -1,        /* an argument is malformed (names it in the message) */
+    HG_EOVERFLOW = -2,     /* a size computation would overflow */
+    HG_ELIMIT = -3,        /* a fixed limit was exceeded (args, scalars, dims) */
+    HG_ENOMEM = -4,        /* host memory allocation failed */
+    HG_EDEVMEM = -5,       /* device memory allocation failed */
+    HG_ECOPY = -6,         /* a host<->device copy failed */
+    HG_EKERNEL = -7,       /* a kernel returned an error */
+    HG_ENOHOSTVIEW = -8,   /* host code read an arg that is only a device view */
+    HG_ERANGE = -9,        /* a view reaches outside its buffer or arg */
+    HG_ENOTFOUND = -10,    /* no such scene, arg, param or device address */
+    HG_EIO = -11,          /* a file could not be read or written */
+    HG_ESTALE = -12,       /* a resident copy no longer matches its host buffer */
+    HG_EUNSUPPORTED = -13, /* the device cannot do what was asked */
+    HG_ECANCELED = -14     /* the run was stopped by hg_runner_cancel */
 };
 
 /* A short, static, human name for an HG_E* code ("view out of range"). */
@@ -607,9 +608,24 @@ int hg_runner_run(hg_runner *r, const hg_callable *c, const hg_arg *args, uint32
  * needs to write back only these. */
 int hg_runner_copied_back(const hg_runner *r, uint32_t arg, hg_range *out, size_t max, size_t *n);
 
+/* Stops the runner's run in flight between two tasks (or two stages): it
+ * fails with HG_ECANCELED, nothing is copied back or published, no host
+ * byte or generation changes, run-owned memory is released, and the runner
+ * stays usable.  Made while no run is in flight, it stops the next run
+ * before it binds, so a cancel that falls between two runs of a loop is not
+ * lost.  Each run clears the request when it ends, whether it acted on it
+ * or finished first: one cancel stops at most one run.  Safe from any
+ * thread and from a signal handler (one atomic store).  NULL is a no-op. */
+void hg_runner_cancel(hg_runner *r);
+/* Withdraws a cancel that no run acted on: one made after the run it was
+ * meant for had finished, which would otherwise stop the next run.  For a
+ * caller that joins the run before it clears (the Python bindings).  NULL
+ * is a no-op. */
+void hg_runner_cancel_clear(hg_runner *r);
+
 /* The stage the runner's run is in now ("bind", "orchestrate", "execute",
- * "copy back", "release"), or NULL between runs.  The one call that may be
- * made from another thread while a run is in flight (progress displays). */
+ * "copy back", "release"), or NULL between runs.  With hg_runner_cancel, the
+ * calls that may be made from another thread while a run is in flight. */
 const char *hg_runner_stage(const hg_runner *r);
 /* The last error of this runner as one line naming the arg and the value,
  * or "" after a successful run. */

@@ -54,11 +54,27 @@ int hg_scene_param(uint32_t scene, uint32_t param, hg_scene_param_info *out);
 
 /* Exit codes of hg_scene_run and hg_scene_compare: the command's. */
 enum {
-    HG_SCENE_OK = 0,     /* every round passed its golden check (or it was skipped) */
-    HG_SCENE_GOLDEN = 1, /* a golden check failed; the report is still written */
-    HG_SCENE_USAGE = 2,  /* a bad name, param, mode, device spec or output path */
-    HG_SCENE_RUNTIME = 3 /* a run failed; no report is written */
+    HG_SCENE_OK = 0,           /* every round passed its golden check (or it was skipped) */
+    HG_SCENE_GOLDEN = 1,       /* a golden check failed; the report is still written */
+    HG_SCENE_USAGE = 2,        /* a bad name, param, mode, device spec or output path */
+    HG_SCENE_RUNTIME = 3,      /* a run failed; the report holds the rounds done and "error" */
+    HG_SCENE_INTERRUPTED = 130 /* stopped by hg_scene_cancel_request; the report holds
+                                  the rounds done, "interrupted": true */
 };
+
+/* A stop request for one hg_scene_run or hg_scene_compare call (the
+ * command's Ctrl-C): set it in hg_scene_opts.cancel, request from another
+ * thread.  The first request stops the rounds after the one in flight; the
+ * second also cancels that round's run (hg_runner_cancel).  The call then
+ * returns HG_SCENE_INTERRUPTED. */
+typedef struct hg_scene_cancel hg_scene_cancel;
+
+/* HG_ENOMEM or HG_EINVAL (out NULL), else 0 and a new request in *out. */
+int hg_scene_cancel_create(hg_scene_cancel **out);
+/* Not while a call that uses it runs.  NULL is a no-op. */
+void hg_scene_cancel_destroy(hg_scene_cancel *c);
+/* Safe from any thread (not from a signal handler: it takes a lock). */
+void hg_scene_cancel_request(hg_scene_cancel *c);
 
 /* What `hostgraph run` / `hostgraph compare` take, as a struct.  Zero (or
  * NULL) means the command's default for every field. */
@@ -66,15 +82,18 @@ typedef struct hg_scene_opts {
     const char *scene;         /* "bgemm" */
     const char *const *params; /* "KEY=VALUE" strings, as --param takes them */
     uint32_t nparams;
-    uint32_t rounds;        /* 0: 1 */
-    const char *residency;  /* "off" (NULL), "pin", "in" or "all"; run only */
-    bool verify;            /* --verify */
-    bool skip_golden;       /* --skip-golden */
-    const char *device;     /* --device; NULL: "sim" */
-    const char *json_path;  /* --json: the report; NULL: none */
-    const char *trace_path; /* --trace (run only); NULL: none */
-    const char *svg_path;   /* --svg (compare only); NULL: none */
-    bool print;             /* print the table and summary on stdout, as the command does */
+    uint32_t rounds;         /* 0: the command's default (1, compare 5) */
+    const char *residency;   /* "off" (NULL), "pin", "in" or "all"; run only */
+    bool verify;             /* --verify */
+    bool skip_golden;        /* --skip-golden */
+    const char *device;      /* --device; NULL: "sim" */
+    const char *json_path;   /* --json: the report; NULL: none */
+    const char *trace_path;  /* --trace (run only); NULL: none */
+    const char *svg_path;    /* --svg (compare only); NULL: none */
+    bool print;              /* print the table and summary on stdout, as the command does */
+    uint32_t repeat;         /* --repeat; 0: the command's default (1, compare 3) */
+    uint32_t warmup;         /* --warmup; compare warms up at least one round */
+    hg_scene_cancel *cancel; /* NULL: the call runs to its end */
 } hg_scene_opts;
 
 /* Runs a scene for o->rounds rounds, as `hostgraph run` does, and writes the

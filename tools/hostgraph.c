@@ -5,30 +5,47 @@
  * Exit codes (issue 2's contract): 0 every round's golden passed or was
  * skipped, 1 a golden check failed, 2 a usage error (a --json or --trace path
  * that cannot be written is one, found before any round runs), 3 a runtime
- * error.
+ * error, 130 stopped by SIGINT or SIGTERM.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/clock.h"
 #include "scene/scene.h"
 
 static const char usage_text[] =
     "usage: hostgraph list\n"
-    "       hostgraph run SCENE [--rounds N] [--residency off|pin|in|all] [--verify]\n"
+    "       hostgraph run SCENE [--rounds N] [--repeat N] [--warmup N]\n"
+    "                 [--residency off|pin|in|all] [--verify] [--skip-golden]\n"
+    "                 [--param KEY=VALUE]... [--device SPEC] [--json FILE] [--trace FILE]\n"
+    "                 [--quiet]\n"
+    "       hostgraph compare SCENE [--rounds N] [--repeat N] [--warmup N] [--verify]\n"
     "                 [--skip-golden] [--param KEY=VALUE]... [--device SPEC] [--json FILE]\n"
-    "                 [--trace FILE] [--quiet]\n"
-    "       hostgraph compare SCENE [--rounds N] [--verify] [--skip-golden] [--param "
-    "KEY=VALUE]...\n"
-    "                 [--device SPEC] [--json FILE] [--svg FILE]\n"
-    "       hostgraph --help | --version\n";
+    "                 [--svg FILE]\n"
+    "       hostgraph --help\n"
+    "       hostgraph --version\n";
+
+static const char list_help_text[] =
+    "usage: hostgraph list\n"
+    "\n"
+    "Prints one line per scene: its name, what it computes, and its params with their\n"
+    "defaults, as KEY=VALUE.  A param whose 0 means \"the preset's value\" shows as\n"
+    "KEY=preset.  hostgraph run --help explains every param.\n";
 
 static const char run_help_text[] =
     "Runs SCENE for N rounds on a device and prints a row per round and a summary.\n"
     "\n"
-    "  --rounds N          rounds to run (default 1, at least 1)\n"
+    "  --rounds N          rounds to run (default 1; compare: default 5, at least 2)\n"
+    "  --repeat N          run the rounds N times, each on a new runner (compare: on a\n"
+    "                      fresh device per mode, interleaved; default 1, compare 3);\n"
+    "                      the summary and the JSON give the median later-rounds average\n"
+    "                      with its min-max spread\n"
+    "  --warmup N          unreported rounds before them (default 0, compare 1)\n"
     "  --residency MODE    device copies across rounds (default off):\n"
     "                        off  every round stages every arg\n"
     "                        pin  the reference design: non-empty IN args the scene does not\n"
@@ -49,22 +66,37 @@ static const char run_help_text[] =
     "  --quiet             print only the summary line\n"
     "\n"
     "Table columns: round, then wall, bind, orchestrate, execute, copy-back and release\n"
-    "times (ms), bytes each way, golden.  The summary's later-rounds mean is n/a with one\n"
-    "round (null in JSON).\n"
+    "times (ms), bytes each way, golden.  The summary: round 1's wall time, the mean of\n"
+    "rounds 2..N (n/a with one round, null in JSON), and overall: the whole command from\n"
+    "its start to the report, that is making the case (case, case_ms in JSON), opening\n"
+    "the device, pin's setup (setup_ms), warm-up, every round with its restore and its\n"
+    "golden check (golden, golden_ms), and the repeats.  A long round, making the case\n"
+    "and checking golden show a progress line on a terminal.\n"
     "\n"
-    "compare runs SCENE once per mode (off, pin, in, all), each on a fresh device, and\n"
-    "prints a row per mode against off; --json writes every mode's report, --svg the wall\n"
-    "time per round per mode.\n"
+    "compare runs SCENE --repeat times per mode (off, pin, in, all, off, pin, ...), each\n"
+    "run on a fresh device, and prints a row per mode: the median later-rounds average,\n"
+    "its min-max spread, the change against off (negative means faster) and a verdict:\n"
+    "faster or slower only when the spreads do not overlap, else within noise.  --json\n"
+    "writes every mode's first report with the spread and verdict, --svg the wall time\n"
+    "per round per mode.\n"
+    "\n"
+    "Ctrl-C (SIGINT) or SIGTERM stops after the current round (a second one stops the\n"
+    "run in flight, a third exits at once): the summary and the reports cover the rounds\n"
+    "done, marked \"interrupted\".\n"
     "\n"
     "Exit codes: 0 golden passed or skipped, 1 golden failed, 2 usage error (including a\n"
     "--json or --trace path that cannot be written, reported before any round runs),\n"
-    "3 runtime error.\n";
+    "3 runtime error (the JSON report is still written, with \"error\"), 130 interrupted.\n";
 
+/* Where a usage error points: the help of the command being parsed. */
+static const char *help_hint = "hostgraph --help";
+
+/* A usage error is its one line and where to look, not the whole usage. */
 static int usage_error(const char *fmt, const char *what)
 {
     fprintf(stderr, "hostgraph: ");
     fprintf(stderr, fmt, what);
-    fprintf(stderr, "\n%s", usage_text);
+    fprintf(stderr, "\nsee '%s'\n", help_hint);
     return SCENE_EXIT_USAGE;
 }
 
@@ -73,6 +105,8 @@ static void print_params(FILE *f, const scene *s, bool verbose)
     for (uint32_t i = 0; i < s->nparams; i++) {
         const scene_param *p = &s->params[i];
         const char *def = scene_param_value_name(p, p->def);
+        if (def == NULL && p->def == 0 && scene_param_zero_is_preset(p))
+            def = "preset";
         if (!verbose) {
             if (def != NULL)
                 fprintf(f, "%s%s=%s", i > 0 ? " " : "", p->name, def);
@@ -87,18 +121,24 @@ static void print_params(FILE *f, const scene *s, bool verbose)
                 fprintf(f, "%s %s", v == p->values ? "" : ",", v->name);
             fprintf(f, ": %s\n", p->help);
         } else {
-            fprintf(f, "    %-8s default %lld, range [%lld, %lld]: %s%s%s\n", p->name,
-                    (long long)p->def, (long long)p->min, (long long)p->max, p->help,
-                    p->alias ? "; also spelled " : "", p->alias ? p->alias : "");
+            fprintf(f, "    %-8s default %s%lld, range [%lld, %lld]: %s%s%s\n", p->name,
+                    def != NULL ? "preset, " : "", (long long)p->def, (long long)p->min,
+                    (long long)p->max, p->help, p->alias ? "; also spelled " : "",
+                    p->alias ? p->alias : "");
         }
     }
 }
 
 static int cmd_list(void)
 {
+    int width = 0;
+    for (uint32_t i = 0; scene_at(i) != NULL; i++) {
+        int len = (int)strlen(scene_at(i)->name);
+        width = len > width ? len : width;
+    }
     for (uint32_t i = 0; scene_at(i) != NULL; i++) {
         const scene *s = scene_at(i);
-        printf("%-12s %s  [", s->name, s->description);
+        printf("%-*s  %s  [", width, s->name, s->description);
         print_params(stdout, s, false);
         printf("]\n");
     }
@@ -125,12 +165,13 @@ typedef struct run_args {
     uint32_t nparams;
 } run_args;
 
-static bool parse_rounds(const char *text, uint32_t *out)
+/* An integer in [lo, hi] into *out; false if text is not one. */
+static bool parse_count(const char *text, long long lo, long long hi, uint32_t *out)
 {
     char *end = NULL;
     errno = 0;
     long long v = strtoll(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || v < 1 || v > 100000)
+    if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi)
         return false;
     *out = (uint32_t)v;
     return true;
@@ -141,8 +182,17 @@ static int apply_value_flag(run_args *ra, const char *flag, const char *value)
 {
     scene_run_opts *o = &ra->opts;
     if (strcmp(flag, "--rounds") == 0) {
-        if (!parse_rounds(value, &o->rounds))
-            return usage_error("--rounds wants an integer from 1 to 100000, not '%s'", value);
+        if (!parse_count(value, ra->compare ? 2 : 1, 100000, &o->rounds))
+            return usage_error(ra->compare ? "--rounds wants an integer from 2 to 100000 (at "
+                                             "least 2: compare compares the later rounds), not '%s'"
+                                           : "--rounds wants an integer from 1 to 100000, not '%s'",
+                               value);
+    } else if (strcmp(flag, "--repeat") == 0) {
+        if (!parse_count(value, 1, SCENE_MAX_REPEAT, &o->repeat))
+            return usage_error("--repeat wants an integer from 1 to 100, not '%s'", value);
+    } else if (strcmp(flag, "--warmup") == 0) {
+        if (!parse_count(value, 0, 100000, &o->warmup))
+            return usage_error("--warmup wants an integer from 0 to 100000, not '%s'", value);
     } else if (strcmp(flag, "--residency") == 0) {
         if (scene_residency_parse(value, &o->residency) != 0)
             return usage_error("--residency '%s': want off, pin, in or all", value);
@@ -172,8 +222,8 @@ static int apply_value_flag(run_args *ra, const char *flag, const char *value)
 
 static bool is_value_flag(const char *flag)
 {
-    static const char *const names[] = {"--rounds", "--residency", "--param", "--device",
-                                        "--json",   "--trace",     "--svg"};
+    static const char *const names[] = {"--rounds", "--residency", "--param",  "--device", "--json",
+                                        "--trace",  "--svg",       "--repeat", "--warmup"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         if (strcmp(flag, names[i]) == 0)
             return true;
@@ -213,22 +263,95 @@ static int parse_run_arg(run_args *ra, int argc, char **argv, int *i)
     return SCENE_EXIT_OK;
 }
 
+static bool is_stdout(const char *path)
+{
+    return path != NULL && strcmp(path, "-") == 0;
+}
+
+/* SIGINT and SIGTERM are blocked in every thread (the device's core threads
+ * inherit the mask) and taken here, by sigwait, on a thread of their own:
+ * no handler runs in the middle of a table line or of a runner's close.  The
+ * first asks the rounds to stop after the current one; the second cancels
+ * the run in flight (between rounds, making the case or checking golden, the
+ * command stops at its next check); a third exits at once, without reports. */
+typedef struct signal_watch {
+    sigset_t set;
+    scene_cancel *cancel;
+} signal_watch;
+
+static void *watch_signals(void *arg)
+{
+    signal_watch *w = arg;
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&w->set, &sig) != 0)
+            continue;
+        if (scene_cancel_request(w->cancel) >= 3)
+            _exit(SCENE_EXIT_INTERRUPTED);
+    }
+    return NULL;
+}
+
+/* Starts the signal thread; false (signals keep their default action) if it
+ * cannot. */
+static bool catch_signals(signal_watch *w, scene_cancel *cancel)
+{
+    pthread_t thread;
+    w->cancel = cancel;
+    sigemptyset(&w->set);
+    sigaddset(&w->set, SIGINT);
+    sigaddset(&w->set, SIGTERM);
+    if (pthread_sigmask(SIG_BLOCK, &w->set, NULL) != 0)
+        return false;
+    if (pthread_create(&thread, NULL, watch_signals, w) != 0) {
+        pthread_sigmask(SIG_UNBLOCK, &w->set, NULL);
+        return false;
+    }
+    pthread_detach(thread);
+    return true;
+}
+
 static int cmd_run(int argc, char **argv, uint64_t start_ns, bool compare)
 {
-    run_args ra = {.opts = {.rounds = 1, .start_ns = start_ns, .out = stdout, .err = stderr},
+    static signal_watch watch; /* the signal thread's: it outlives this call */
+    static scene_cancel cancel;
+    run_args ra = {.opts = {.rounds = compare ? SCENE_COMPARE_ROUNDS : 1,
+                            .repeat = compare ? SCENE_COMPARE_REPEAT : 1,
+                            .warmup = compare ? 1 : 0,
+                            .start_ns = start_ns,
+                            .out = stdout,
+                            .err = stderr},
                    .compare = compare};
+    bool flags_done = false; /* after "--", every argument is the scene */
     for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+        int rc = SCENE_EXIT_OK;
+        if (!flags_done && (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0))
             return cmd_run_help();
-        int rc = parse_run_arg(&ra, argc, argv, &i);
+        if (!flags_done && strcmp(argv[i], "--") == 0)
+            flags_done = true;
+        else if (flags_done && ra.scene_name != NULL)
+            rc = usage_error("unexpected argument '%s'", argv[i]);
+        else if (flags_done)
+            ra.scene_name = argv[i];
+        else
+            rc = parse_run_arg(&ra, argc, argv, &i);
         if (rc != SCENE_EXIT_OK)
             return rc;
     }
     if (ra.scene_name == NULL)
         return usage_error("%s: which scene? (hostgraph list shows them)", argv[1]);
     ra.opts.scene = scene_find(ra.scene_name);
-    if (ra.opts.scene == NULL)
-        return usage_error("unknown scene '%s' (hostgraph list shows them)", ra.scene_name);
+    if (ra.opts.scene == NULL) {
+        const scene *near = scene_suggest(ra.scene_name);
+        char msg[512];
+        if (near != NULL)
+            snprintf(msg, sizeof msg, "unknown scene '%s'; did you mean '%s'?", ra.scene_name,
+                     near->name);
+        else
+            snprintf(msg, sizeof msg, "unknown scene '%s' (hostgraph list shows them)",
+                     ra.scene_name);
+        return usage_error("%s", msg);
+    }
     scene_params_default(ra.opts.scene, ra.opts.params);
     for (uint32_t i = 0; i < ra.nparams; i++) {
         hg_err err;
@@ -236,6 +359,16 @@ static int cmd_run(int argc, char **argv, uint64_t start_ns, bool compare)
         if (scene_param_set(ra.opts.scene, ra.opts.params, ra.params[i], &err) != 0)
             return usage_error("%s", err.msg);
     }
+    /* A report on standard output moves the table to standard error. */
+    if (is_stdout(ra.opts.json_path) || is_stdout(ra.opts.trace_path) || is_stdout(ra.svg_path))
+        ra.opts.out = stderr;
+    scene_cancel_init(&cancel);
+    if (catch_signals(&watch, &cancel))
+        ra.opts.cancel = &cancel;
+    /* A table into a pipe or a file goes out a line at a time: an
+     * interrupted or killed command never leaves half a row. */
+    if (!isatty(fileno(stdout)))
+        setvbuf(stdout, NULL, _IOLBF, 0);
     return compare ? scene_compare(&ra.opts, ra.svg_path) : scene_run(&ra.opts);
 }
 
@@ -256,11 +389,18 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "list") == 0) {
+        help_hint = "hostgraph list --help";
+        if (argc > 2 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
+            fputs(list_help_text, stdout);
+            return 0;
+        }
         if (argc > 2)
             return usage_error("list takes no arguments (got '%s')", argv[2]);
         return cmd_list();
     }
-    if (strcmp(cmd, "run") == 0 || strcmp(cmd, "compare") == 0)
+    if (strcmp(cmd, "run") == 0 || strcmp(cmd, "compare") == 0) {
+        help_hint = strcmp(cmd, "run") == 0 ? "hostgraph run --help" : "hostgraph compare --help";
         return cmd_run(argc, argv, start_ns, strcmp(cmd, "compare") == 0);
+    }
     return usage_error("unknown command '%s'", cmd);
 }

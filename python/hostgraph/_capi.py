@@ -44,6 +44,9 @@ HG_ENOTFOUND = -10
 HG_EIO = -11
 HG_ESTALE = -12
 HG_EUNSUPPORTED = -13
+HG_ECANCELED = -14
+# exit codes of hg_scene_run / hg_scene_compare beyond 0-3
+HG_SCENE_INTERRUPTED = 130
 
 # hg_dir
 HG_IN, HG_OUT, HG_INOUT, HG_SCALAR = 1, 2, 3, 4
@@ -147,6 +150,9 @@ class hg_scene_opts(Structure):
         ("trace_path", c_char_p),
         ("svg_path", c_char_p),
         ("print", c_bool),
+        ("repeat", c_uint32),
+        ("warmup", c_uint32),
+        ("cancel", c_void_p),
     ]
 
 
@@ -207,6 +213,8 @@ _CORE_PROTOTYPES = {
     "hg_runner_set_verify": (None, [_P, c_bool]),
     "hg_runner_set_poison_scratch": (None, [_P, c_bool]),
     "hg_runner_run": (c_int, [_P, POINTER(hg_callable), POINTER(hg_arg), c_uint32, _P]),
+    "hg_runner_cancel": (None, [_P]),
+    "hg_runner_cancel_clear": (None, [_P]),
     "hg_runner_errmsg": (c_char_p, [_P]),
 }
 
@@ -223,6 +231,9 @@ _SCENE_PROTOTYPES = {
         [c_char_p, POINTER(c_char_p), c_uint32, POINTER(_P), c_char_p, c_size_t],
     ),
     "hg_scene_case_close": (None, [_P]),
+    "hg_scene_cancel_create": (c_int, [POINTER(_P)]),
+    "hg_scene_cancel_destroy": (None, [_P]),
+    "hg_scene_cancel_request": (None, [_P]),
     "hg_scene_case_args": (POINTER(hg_arg), [_P]),
     "hg_scene_case_num_args": (c_uint32, [_P]),
     "hg_scene_case_callable": (POINTER(hg_callable), [_P]),

@@ -109,6 +109,13 @@ class UnsupportedError(Error):
     code = _capi.HG_EUNSUPPORTED
 
 
+class CanceledError(Error):
+    """HG_ECANCELED: the run was stopped by hg_runner_cancel (Python raises
+    KeyboardInterrupt for a run it canceled on Ctrl-C)."""
+
+    code = _capi.HG_ECANCELED
+
+
 class UsageError(Error, ValueError):
     """The scene runner refused its arguments (the command's exit code 2)."""
 
@@ -145,6 +152,7 @@ _BY_CODE: Dict[int, Type[Error]] = {
         FileError,
         StaleError,
         UnsupportedError,
+        CanceledError,
     )
 }
 

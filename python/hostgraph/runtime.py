@@ -21,7 +21,7 @@ from typing import Any, Dict, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _capi, dtypes
+from . import _capi, _interrupt, dtypes
 from .buffers import Tensor, _size
 from .errors import InvalidArgument, NotFoundError, check, error_for
 from ._lifetime import Closing
@@ -458,8 +458,12 @@ class Runner(Closing):
         carr = _arg_array(args)
         stats = ctypes.create_string_buffer(ctypes.sizeof(_capi.hg_run_stats) + _capi.STRUCT_SLACK)
         with self._h.lock:
-            rc = _lib.hg_runner_run(self._handle(), ctypes.byref(callable_._struct), carr, len(args),
-                                    ctypes.addressof(stats))
+            h = self._handle()
+            # Ctrl-C cancels the run between tasks; the runner stays usable.
+            rc = _interrupt.call(
+                lambda: _lib.hg_runner_run(h, ctypes.byref(callable_._struct), carr, len(args),
+                                           ctypes.addressof(stats)),
+                lambda: _lib.hg_runner_cancel(h), lambda: _lib.hg_runner_cancel_clear(h))
             if rc != 0:
                 raise error_for(rc, self.errmsg)
         return RunStats._from_c(_capi.hg_run_stats.from_buffer(stats))

@@ -15,9 +15,9 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
-from . import _capi
+from . import _capi, _interrupt
 from .buffers import HostBuffer, Tensor
-from .errors import GoldenError, SceneError, UsageError, error_for
+from .errors import GoldenError, SceneError, UsageError, check, error_for
 from .runtime import Arg, Callable, Dir
 from ._lifetime import Closing
 
@@ -92,8 +92,16 @@ def _run(compare: bool, scene: str, rounds: int, residency: Optional[str], param
         if rounds < 1:
             raise UsageError(f"rounds: {rounds}, want at least 1")
         errbuf = ctypes.create_string_buffer(8192)
-        fn = _capi.scenes().hg_scene_compare if compare else _capi.scenes().hg_scene_run
-        rc = fn(ctypes.byref(opts), errbuf, len(errbuf))
+        lib = _capi.scenes()
+        fn = lib.hg_scene_compare if compare else lib.hg_scene_run
+        cancel = ctypes.c_void_p()
+        check(lib.hg_scene_cancel_create(ctypes.byref(cancel)))
+        opts.cancel = cancel
+        try:  # Ctrl-C stops the rounds after the one in flight
+            rc = _interrupt.call(lambda: fn(ctypes.byref(opts), errbuf, len(errbuf)),
+                                 lambda: lib.hg_scene_cancel_request(cancel))
+        finally:
+            lib.hg_scene_cancel_destroy(cancel)
         message = errbuf.value.decode(errors="replace")
         report = None
         if os.path.exists(path):
@@ -134,7 +142,7 @@ def run_scene(scene: str, *, rounds: int = 1, residency: str = "off", params: Pa
                 print_table)
 
 
-def compare_scene(scene: str, *, rounds: int = 1, params: Params = None, device: Optional[str] = None,
+def compare_scene(scene: str, *, rounds: int = 5, params: Params = None, device: Optional[str] = None,
                   verify: bool = False, skip_golden: bool = False, svg: Optional[str] = None,
                   print_table: bool = False) -> Dict[str, Any]:
     """Runs a scene once per residency mode as ``hostgraph compare`` does; returns

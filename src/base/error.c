@@ -39,6 +39,8 @@ const char *hg_strerror(int code)
         return "stale data";
     case HG_EUNSUPPORTED:
         return "unsupported by the device";
+    case HG_ECANCELED:
+        return "canceled";
     default:
         return "unknown error";
     }

@@ -2,7 +2,6 @@
 #include "base/json.h"
 
 #include <math.h>
-#include <stdbool.h>
 #include <stdlib.h>
 
 void json_write_string(FILE *f, const char *s)
@@ -52,14 +51,4 @@ void json_write_number(FILE *f, double v)
         fprintf(f, "%lld", (long long)v);
     else
         fprintf(f, "%.*g", json_shortest_digits(v), v);
-}
-
-int json_file_close(FILE *f, const char *path)
-{
-    bool failed = ferror(f) != 0;
-    if (fclose(f) != 0 || failed) {
-        remove(path);
-        return -1;
-    }
-    return 0;
 }

@@ -11,9 +11,4 @@
 void json_write_string(FILE *f, const char *s);
 /* Writes a finite double with enough digits; NaN and infinities as null. */
 void json_write_number(FILE *f, double v);
-/* Closes a report file written to `path`; if any write or the close failed,
- * removes the file (a tool must never find a truncated report) and returns
- * -1, else 0. */
-int json_file_close(FILE *f, const char *path);
-
 #endif

@@ -23,6 +23,7 @@
 #include "base/clock.h"
 #include "base/intern.h"
 #include "base/json.h"
+#include "base/outfile.h"
 
 typedef struct trace_span {
     const char *name;
@@ -162,17 +163,24 @@ static void write_span(FILE *f, const hg_trace *t, const trace_span *s)
                 s->core, ts, dur, s->run, s->task);
 }
 
-int hg_trace_write_json(const hg_trace *t, const char *path)
+void trace_write(const hg_trace *t, FILE *f)
 {
-    if (t == NULL || path == NULL)
-        return HG_EINVAL;
-    FILE *f = fopen(path, "w");
-    if (f == NULL)
-        return HG_EIO;
     fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", f);
     write_lane_names(f, t);
     for (size_t i = 0; i < t->nspans; i++)
         write_span(f, t, &t->spans[i]);
     fputs("\n]}\n", f);
-    return json_file_close(f, path) == 0 ? 0 : HG_EIO;
+}
+
+/* Through an outfile: a failed write keeps the file that was at `path`. */
+int hg_trace_write_json(const hg_trace *t, const char *path)
+{
+    if (t == NULL || path == NULL)
+        return HG_EINVAL;
+    outfile of;
+    char why[256];
+    if (outfile_open(&of, path, why, sizeof why) != 0)
+        return HG_EIO;
+    trace_write(t, of.f);
+    return outfile_commit(&of, why, sizeof why) == 0 ? 0 : HG_EIO;
 }

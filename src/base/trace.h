@@ -7,6 +7,7 @@
 #define HG_BASE_TRACE_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "hostgraph.h"
 
@@ -20,5 +21,7 @@ int trace_task_span(hg_trace *t, uint32_t core, const char *kernel, uint32_t run
                     uint64_t start_ns, uint64_t end_ns);
 /* Distinct task span names the trace holds: for tests. */
 size_t trace_num_names(const hg_trace *t);
+/* Writes the Chrome trace-event JSON to f (hg_trace_write_json's content). */
+void trace_write(const hg_trace *t, FILE *f);
 
 #endif

@@ -13,7 +13,8 @@
  *     so an array of ntasks ids per queue never overflows and never wraps.
  *   - a CUBE core takes from ready[CUBE] only, a VECTOR core from
  *     ready[VECTOR] only, an ANY core from both.
- *   - stop is set once: when every task is done, on the first error, or when
+ *   - stop is set once: when every task is done, on the first error, on a
+ *     cancel seen as a task finishes (exec_run_cancelable), or when
  *     no task runs, none is ready and some are not done (a graph that cannot
  *     progress; a finalized DAG never gets there).  After stop no task is
  *     taken; tasks already running finish, then every core loop returns.
@@ -54,6 +55,7 @@ typedef struct exec_state {
     const graph *g;
     hg_trace *trace;
     uint32_t run;
+    const atomic_bool *cancel; /* hg_runner_cancel's flag, or NULL */
     pthread_mutex_t lock;
     pthread_cond_t wake;
     /* under lock */
@@ -185,6 +187,12 @@ static uint32_t exec_complete(exec_state *s, exec_core *c, uint32_t t, int rc)
     if (++s->done == g->ntasks) {
         s->stop = true;
         exec_wake_all(s);
+        return EXEC_NO_TASK;
+    }
+    if (s->cancel != NULL && atomic_load_explicit(s->cancel, memory_order_relaxed)) {
+        hg_err canceled;
+        err_set(&canceled, HG_ECANCELED, "run canceled after %u of %u tasks", s->done, g->ntasks);
+        exec_fail(s, &canceled);
         return EXEC_NO_TASK;
     }
     const graph_task *task = &g->tasks[t];
@@ -337,6 +345,12 @@ static int exec_state_init(exec_state *s, hg_device *dev, const graph *g, hg_tra
 
 int exec_run(hg_device *dev, const graph *g, hg_trace *trace, uint32_t run, hg_err *e)
 {
+    return exec_run_cancelable(dev, g, trace, run, NULL, e);
+}
+
+int exec_run_cancelable(hg_device *dev, const graph *g, hg_trace *trace, uint32_t run,
+                        const atomic_bool *cancel, hg_err *e)
+{
     if (g->ntasks == 0)
         return 0;
     int rc = exec_check(dev, g, e);
@@ -346,6 +360,7 @@ int exec_run(hg_device *dev, const graph *g, hg_trace *trace, uint32_t run, hg_e
     rc = exec_state_init(&s, dev, g, trace, run, e);
     if (rc != 0)
         return rc;
+    s.cancel = cancel;
     device_run_cores(dev, exec_core_loop, &s);
     pthread_cond_destroy(&s.wake);
     pthread_mutex_destroy(&s.lock);

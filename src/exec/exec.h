@@ -7,6 +7,9 @@
 #ifndef HG_EXEC_EXEC_H
 #define HG_EXEC_EXEC_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
+
 #include "base/error.h"
 #include "graph/graph.h"
 #include "hostgraph.h"
@@ -18,5 +21,10 @@
  * core of a task's type), HG_ELIMIT (too many task args) or HG_EINVAL (a
  * malformed task, or a graph that cannot progress). */
 int exec_run(hg_device *dev, const graph *g, hg_trace *trace, uint32_t run, hg_err *e);
+/* exec_run that also stops, between tasks, once *cancel is true: no task is
+ * taken after that, running ones finish, and it returns HG_ECANCELED.
+ * cancel may be NULL (exec_run). */
+int exec_run_cancelable(hg_device *dev, const graph *g, hg_trace *trace, uint32_t run,
+                        const atomic_bool *cancel, hg_err *e);
 
 #endif

@@ -25,6 +25,9 @@ struct hg_runner {
     /* The stage a run is in (a static name), NULL between runs: read by
      * other threads (progress display), hence atomic. */
     _Atomic(const char *) stage;
+    /* hg_runner_cancel's request: set from any thread or a signal handler,
+     * read between tasks and stages, cleared when a run ends. */
+    atomic_bool cancel;
 };
 
 /* The orchestration context lives on the runner's stack for one run.  The

@@ -135,6 +135,26 @@ const char *hg_runner_stage(const hg_runner *r)
     return atomic_load_explicit(&((hg_runner *)r)->stage, memory_order_relaxed);
 }
 
+void hg_runner_cancel(hg_runner *r)
+{
+    if (r != NULL)
+        atomic_store_explicit(&r->cancel, true, memory_order_relaxed);
+}
+
+void hg_runner_cancel_clear(hg_runner *r)
+{
+    if (r != NULL)
+        atomic_store_explicit(&r->cancel, false, memory_order_relaxed);
+}
+
+/* Between stages: HG_ECANCELED if a cancel is pending. */
+static int run_check_cancel(hg_runner *r, const char *before)
+{
+    if (!atomic_load_explicit(&r->cancel, memory_order_relaxed))
+        return 0;
+    return err_set(&r->err, HG_ECANCELED, "run canceled before %s", before);
+}
+
 const char *hg_runner_errmsg(const hg_runner *r)
 {
     return r ? r->err.msg : "no runner";
@@ -251,8 +271,12 @@ int hg_runner_run(hg_runner *r, const hg_callable *c, const hg_arg *args, uint32
     const uint64_t t0 = clock_now_ns();
 
     stage_timer t = timer_start(r, "bind");
-    int rc = run_bind(r, args, nargs);
+    int rc = run_check_cancel(r, "bind");
+    if (rc == 0)
+        rc = run_bind(r, args, nargs);
     timer_stop(t, "bind", &s.bind_ns);
+    if (rc == 0)
+        rc = run_check_cancel(r, "orchestrate");
     if (rc == 0) {
         t = timer_start(r, "orchestrate");
         rc = run_orchestrate(r, c, args, nargs);
@@ -260,9 +284,11 @@ int hg_runner_run(hg_runner *r, const hg_callable *c, const hg_arg *args, uint32
     }
     if (rc == 0) {
         t = timer_start(r, "execute");
-        rc = exec_run(r->dev, &r->graph, r->trace, (uint32_t)r->runs, &r->err);
+        rc = exec_run_cancelable(r->dev, &r->graph, r->trace, (uint32_t)r->runs, &r->cancel, &r->err);
         timer_stop(t, "execute", &s.exec_ns);
     }
+    if (rc == 0)
+        rc = run_check_cancel(r, "copy back"); /* nothing copied back or published */
     if (rc == 0) {
         t = timer_start(r, "copy back");
         rc = stage_copy_back(&r->plan, r->dev, &r->err);
@@ -275,6 +301,7 @@ int hg_runner_run(hg_runner *r, const hg_callable *c, const hg_arg *args, uint32
     stage_release(&r->plan, r->dev);
     timer_stop(t, "release", &s.release_ns);
     atomic_store_explicit(&r->stage, NULL, memory_order_relaxed);
+    atomic_store_explicit(&r->cancel, false, memory_order_relaxed); /* one cancel, one run */
 
     s.wall_ns = clock_now_ns() - t0;
     fill_stats(r, &before, &s);

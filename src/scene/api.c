@@ -19,6 +19,35 @@ struct hg_scene_case {
     scene_case *c;
 };
 
+struct hg_scene_cancel {
+    scene_cancel c;
+};
+
+int hg_scene_cancel_create(hg_scene_cancel **out)
+{
+    if (out == NULL)
+        return HG_EINVAL;
+    *out = calloc(1, sizeof **out);
+    if (*out == NULL)
+        return HG_ENOMEM;
+    scene_cancel_init(&(*out)->c);
+    return 0;
+}
+
+void hg_scene_cancel_destroy(hg_scene_cancel *c)
+{
+    if (c == NULL)
+        return;
+    scene_cancel_destroy(&c->c);
+    free(c);
+}
+
+void hg_scene_cancel_request(hg_scene_cancel *c)
+{
+    if (c != NULL)
+        scene_cancel_request(&c->c);
+}
+
 /* ---------------------------------------------------------------- registry */
 
 uint32_t hg_scene_count(void)
@@ -83,7 +112,7 @@ static void take_messages(FILE *err, char **text, size_t *len, char *errbuf, siz
 }
 
 /* Sets up the scene and its params from o; HG_SCENE_USAGE after a line on err. */
-static int make_run_opts(const hg_scene_opts *o, scene_run_opts *ro, FILE *err)
+static int make_run_opts(const hg_scene_opts *o, bool compare, scene_run_opts *ro, FILE *err)
 {
     ro->scene = scene_find(o->scene);
     if (ro->scene == NULL) {
@@ -104,7 +133,10 @@ static int make_run_opts(const hg_scene_opts *o, scene_run_opts *ro, FILE *err)
         fprintf(err, "hostgraph: residency '%s': want off, pin, in or all\n", o->residency);
         return HG_SCENE_USAGE;
     }
-    ro->rounds = o->rounds > 0 ? o->rounds : 1;
+    ro->rounds = o->rounds > 0 ? o->rounds : compare ? SCENE_COMPARE_ROUNDS : 1;
+    ro->repeat = o->repeat > 0 ? o->repeat : compare ? SCENE_COMPARE_REPEAT : 1;
+    ro->warmup = o->warmup;
+    ro->cancel = o->cancel != NULL ? &o->cancel->c : NULL;
     ro->verify = o->verify;
     ro->skip_golden = o->skip_golden;
     ro->device_spec = o->device;
@@ -135,7 +167,7 @@ static int scene_command(const hg_scene_opts *o, bool compare, char *errbuf, siz
         return HG_SCENE_RUNTIME;
     }
     scene_run_opts ro = {.out = out, .err = err};
-    int rc = make_run_opts(o, &ro, err);
+    int rc = make_run_opts(o, compare, &ro, err);
     if (rc == HG_SCENE_OK)
         rc = compare ? scene_compare(&ro, o->svg_path) : scene_run(&ro);
     if (out == stdout)

@@ -7,7 +7,8 @@
  * current round has run longer than PROGRESS_AFTER_MS, rewrites one line:
  * "round k of N: <stage>, <seconds> s".  The line is erased when the round
  * ends, so the table and the summary never mix with it.  Reports and pipes
- * see none of this.
+ * see none of this.  Phases outside a run that can take as long (making a
+ * real case, checking golden) show the same way ("making the case, 9.2 s").
  *
  * Threading: the round loop writes the round number and its start time
  * (atomics); the watcher only reads them and hg_runner_stage, and takes the
@@ -34,10 +35,11 @@ struct scene_progress {
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t wake;
-    bool stop;                  /* under lock */
-    bool drawn;                 /* under lock: a line is on screen */
-    atomic_uint round;          /* 0: between rounds */
-    atomic_uint_fast64_t start; /* the round's start, ns */
+    bool stop;                   /* under lock */
+    bool drawn;                  /* under lock: a line is on screen */
+    atomic_uint round;           /* 0: between rounds */
+    atomic_uint_fast64_t start;  /* the round's (or the phase's) start, ns */
+    _Atomic(const char *) phase; /* "making the case", "checking golden"; NULL: the run */
 };
 
 static void erase(scene_progress *p)
@@ -63,12 +65,16 @@ static void *progress_main(void *arg)
         }
         pthread_cond_timedwait(&p->wake, &p->lock, &until);
         unsigned round = atomic_load(&p->round);
+        const char *phase = atomic_load(&p->phase);
         uint64_t ran = clock_now_ns() - (uint64_t)atomic_load(&p->start);
-        if (p->stop || round == 0 || ran < PROGRESS_AFTER_MS * 1000000ull)
+        if (p->stop || (round == 0 && phase == NULL) || ran < PROGRESS_AFTER_MS * 1000000ull)
             continue;
-        const char *stage = hg_runner_stage(p->runner);
-        fprintf(p->err, "\r\033[Khostgraph: round %u of %u: %s, %.1f s", round, p->rounds,
-                stage ? stage : "between stages", (double)ran / 1e9);
+        const char *stage = phase != NULL ? phase : hg_runner_stage(p->runner);
+        if (round == 0)
+            fprintf(p->err, "\r\033[Khostgraph: %s, %.1f s", phase, (double)ran / 1e9);
+        else
+            fprintf(p->err, "\r\033[Khostgraph: round %u of %u: %s, %.1f s", round, p->rounds,
+                    stage ? stage : "between stages", (double)ran / 1e9);
         fflush(p->err);
         p->drawn = true;
     }
@@ -87,6 +93,7 @@ scene_progress *scene_progress_start(const scene_run_opts *o, const hg_runner *r
     *p = (scene_progress){.err = o->err, .runner = r, .rounds = o->rounds};
     atomic_init(&p->round, 0);
     atomic_init(&p->start, 0);
+    atomic_init(&p->phase, NULL);
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->wake, NULL);
     if (pthread_create(&p->thread, NULL, progress_main, p) != 0) {
@@ -107,6 +114,27 @@ void scene_progress_round(scene_progress *p, uint32_t round)
         erase(p); /* the round ended: its row comes next */
     atomic_store(&p->start, clock_now_ns());
     atomic_store(&p->round, round);
+    pthread_mutex_unlock(&p->lock);
+}
+
+void scene_progress_phase(scene_progress *p, const char *phase)
+{
+    if (p == NULL)
+        return;
+    pthread_mutex_lock(&p->lock);
+    if (phase == NULL)
+        erase(p);
+    atomic_store(&p->start, clock_now_ns());
+    atomic_store(&p->phase, phase);
+    pthread_mutex_unlock(&p->lock);
+}
+
+void scene_progress_set_runner(scene_progress *p, const hg_runner *r)
+{
+    if (p == NULL)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->runner = r;
     pthread_mutex_unlock(&p->lock);
 }
 

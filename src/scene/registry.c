@@ -39,6 +39,47 @@ const scene *scene_find(const char *name)
     return NULL;
 }
 
+/* Edit distance (insertions, deletions, substitutions) between a and b,
+ * stopping at 9: names are short. */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b), row[64];
+    if (la >= 64 || lb >= 64)
+        return 9;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (row[j] + 1 < best)
+                best = row[j] + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+const scene *scene_suggest(const char *name)
+{
+    const scene *best = NULL;
+    size_t best_d = 3; /* at most two edits away, or a prefix of the name */
+    for (uint32_t i = 0; name != NULL && *name != '\0' && i < SCENE_COUNT; i++) {
+        const char *n = scene_table[i]->name;
+        size_t d = strncmp(n, name, strlen(name)) == 0 ? 1 : edit_distance(name, n);
+        if (d < best_d) {
+            best = scene_table[i];
+            best_d = d;
+        }
+    }
+    return best;
+}
+
 void scene_params_default(const scene *s, int64_t *params)
 {
     for (uint32_t i = 0; i < s->nparams; i++)
@@ -72,6 +113,12 @@ static bool parse_int64(const char *text, int64_t *out)
         return false;
     *out = (int64_t)v;
     return true;
+}
+
+bool scene_param_zero_is_preset(const scene_param *p)
+{
+    return p->values == NULL && p->min <= 0 && p->help != NULL &&
+           strstr(p->help, "(0: the preset's") != NULL;
 }
 
 const char *scene_param_value_name(const scene_param *p, int64_t v)

@@ -9,14 +9,20 @@
  * A number that does not exist (the later-round mean of a one-round run) is
  * "n/a" in the summary and null in JSON, never a made-up 0.
  *
- * A JSON report that fails part-way is removed: a tool must never find a
- * truncated file where a report should be.
+ * A JSON report goes through an outfile: a tool never finds a truncated
+ * file where a report should be, and a failed write keeps the old one.
  */
 #include <math.h>
 #include <stdio.h>
 
 #include "base/json.h"
+#include "base/outfile.h"
 #include "scene/report.h"
+
+/* scenes/kernels/kernels.h's: "avx512bf16" or "portable", the path the
+ * workload kernels take (that header lives beside the scenes, not on the
+ * scene runner's include path). */
+const char *kern_path(void);
 
 static double ms(uint64_t ns)
 {
@@ -32,19 +38,25 @@ void scene_report_summarize(scene_report *r)
     r->later_avg_ms = r->nrounds > 1 ? later / (r->nrounds - 1) : NAN;
 }
 
-/* Left-aligned columns as wide as their headers, two spaces apart. */
+/* Left-aligned columns, two spaces apart.  Rows are printed as rounds end,
+ * before the widest value is known, so each column is as wide as the values
+ * a real run reaches: 99999.999 ms (a round of 100 s) and 99 GB. */
+enum { MS_W = 9, BYTES_W = 11 };
+
 void scene_report_print_header(FILE *f)
 {
-    fprintf(f, "round  wall_ms  bind_ms  orch_ms  exec_ms  back_ms  rel_ms  h2d_bytes  d2h_bytes  "
-               "golden\n");
+    fprintf(f, "round  %-*s  %-*s  %-*s  %-*s  %-*s  %-*s  %-*s  %-*s  golden\n", MS_W, "wall_ms",
+            MS_W, "bind_ms", MS_W, "orch_ms", MS_W, "exec_ms", MS_W, "back_ms", MS_W, "rel_ms",
+            BYTES_W, "h2d_bytes", BYTES_W, "d2h_bytes");
 }
 
 void scene_report_print_row(FILE *f, uint32_t round, const scene_round *sr)
 {
     const hg_run_stats *s = &sr->stats;
-    fprintf(f, "%-5u  %-7.3f  %-7.3f  %-7.3f  %-7.3f  %-7.3f  %-6.3f  %-9llu  %-9llu  %s\n", round,
-            ms(s->wall_ns), ms(s->bind_ns), ms(s->orch_ns), ms(s->exec_ns), ms(s->copyback_ns),
-            ms(s->release_ns), (unsigned long long)s->h2d_bytes, (unsigned long long)s->d2h_bytes,
+    fprintf(f, "%-5u  %-*.3f  %-*.3f  %-*.3f  %-*.3f  %-*.3f  %-*.3f  %-*llu  %-*llu  %s\n", round,
+            MS_W, ms(s->wall_ns), MS_W, ms(s->bind_ns), MS_W, ms(s->orch_ns), MS_W, ms(s->exec_ns),
+            MS_W, ms(s->copyback_ns), MS_W, ms(s->release_ns), BYTES_W,
+            (unsigned long long)s->h2d_bytes, BYTES_W, (unsigned long long)s->d2h_bytes,
             sr->golden);
 }
 
@@ -55,7 +67,11 @@ void scene_report_print_summary(FILE *f, const scene_report *r)
         fputs("n/a", f);
     else
         fprintf(f, "%.3f ms", r->later_avg_ms);
-    fprintf(f, "    overall %.3f ms", r->overall_ms);
+    fprintf(f, "    overall %.3f ms (case %.3f ms, golden %.3f ms)", r->overall_ms, r->case_ms,
+            r->golden_ms);
+    if (r->repeat > 1 && r->later.n > 0)
+        fprintf(f, "    later rounds median %.3f ms (min %.3f, max %.3f, %u repeats)",
+                r->later.median, r->later.min, r->later.max, r->later.n);
     if (r->residency == SCENE_RESIDENCY_PIN)
         fprintf(f, "    setup %.3f ms (%llu bytes)", r->setup_ms,
                 (unsigned long long)r->setup_h2d_bytes);
@@ -125,6 +141,25 @@ void scene_report_write_params(FILE *f, const scene *s, const int64_t *params)
     fputs("}", f);
 }
 
+/* null, or {"code": -6, "name": "device copy failed", "message": "..."}. */
+static void write_error(FILE *f, const hg_err *e)
+{
+    if (e->code == 0) {
+        fputs("null", f);
+        return;
+    }
+    fputs("{", f);
+    key(f, "code");
+    json_write_number(f, e->code);
+    fputs(", ", f);
+    key(f, "name");
+    json_write_string(f, hg_strerror(e->code));
+    fputs(", ", f);
+    key(f, "message");
+    json_write_string(f, e->msg);
+    fputs("}", f);
+}
+
 /* A newline and `indent` spaces, then `"name": `. */
 static void field(FILE *f, int indent, const char *name)
 {
@@ -132,10 +167,27 @@ static void field(FILE *f, int indent, const char *name)
     key(f, name);
 }
 
+void scene_report_write_provenance(FILE *f, int indent)
+{
+    field(f, indent, "schema");
+    json_write_number(f, SCENE_REPORT_SCHEMA);
+    fputc(',', f);
+    field(f, indent, "hostgraph_version");
+    json_write_string(f, HG_VERSION);
+    fputc(',', f);
+    field(f, indent, "kernels");
+    json_write_string(f, kern_path());
+    fputc(',', f);
+    field(f, indent, "host");
+    scene_report_write_host(f);
+    fputc(',', f);
+}
+
 void scene_report_write_object(FILE *f, const scene_report *r, int indent)
 {
     const int in = indent + 2;
     fputs("{", f);
+    scene_report_write_provenance(f, in);
     field(f, in, "scene");
     json_write_string(f, r->scene->name);
     fputc(',', f);
@@ -166,6 +218,12 @@ void scene_report_write_object(FILE *f, const scene_report *r, int indent)
         json_write_number(f, (double)r->setup_h2d_bytes);
         fputc(',', f);
     }
+    field(f, in, "case_ms");
+    json_write_number(f, r->case_ms);
+    fputc(',', f);
+    field(f, in, "golden_ms");
+    json_write_number(f, r->golden_ms);
+    fputc(',', f);
     field(f, in, "first_ms");
     json_write_number(f, r->first_ms);
     fputc(',', f);
@@ -174,15 +232,39 @@ void scene_report_write_object(FILE *f, const scene_report *r, int indent)
     fputc(',', f);
     field(f, in, "overall_ms");
     json_write_number(f, r->overall_ms);
+    fputc(',', f);
+    const struct {
+        const char *name;
+        double value;
+    } spread[] = {{"repeat", r->repeat > 0 ? r->repeat : 1},
+                  {"warmup", r->warmup},
+                  {"later_avg_ms_median", r->later.median},
+                  {"later_avg_ms_min", r->later.min},
+                  {"later_avg_ms_max", r->later.max}};
+    for (size_t i = 0; i < sizeof spread / sizeof spread[0]; i++) {
+        field(f, in, spread[i].name);
+        json_write_number(f, spread[i].value);
+        fputc(',', f);
+    }
+    if (r->verdict != NULL) {
+        field(f, in, "verdict");
+        json_write_string(f, r->verdict);
+        fputc(',', f);
+    }
+    field(f, in, "interrupted");
+    fputs(r->interrupted ? "true," : "false,", f);
+    field(f, in, "error");
+    write_error(f, &r->error);
     fprintf(f, "\n%*s}", indent, "");
 }
 
 int scene_report_write_json(const scene_report *r, const char *path)
 {
-    FILE *f = fopen(path, "w");
-    if (f == NULL)
+    outfile of;
+    char why[256];
+    if (outfile_open(&of, path, why, sizeof why) != 0)
         return HG_EIO;
-    scene_report_write_object(f, r, 0);
-    fputc('\n', f);
-    return json_file_close(f, path) == 0 ? 0 : HG_EIO;
+    scene_report_write_object(of.f, r, 0);
+    fputc('\n', of.f);
+    return outfile_commit(&of, why, sizeof why) == 0 ? 0 : HG_EIO;
 }

@@ -10,6 +10,9 @@
 
 #include "scene/scene.h"
 
+/* The JSON report's shape: bumped when a field changes meaning or goes. */
+#define SCENE_REPORT_SCHEMA 1
+
 typedef struct scene_round {
     hg_run_stats stats;
     const char *golden; /* "pass", "fail" or "skipped" */
@@ -25,9 +28,19 @@ typedef struct scene_report {
     uint32_t nrounds;    /* rounds completed */
     double first_ms;     /* round 1's wall time */
     double later_avg_ms; /* mean wall time of rounds 2..N; NAN (JSON null) with one round */
-    double overall_ms;   /* the whole command, start to report (setup included) */
-    double setup_ms;     /* pin: the one-time upload before the rounds; else 0 */
+    /* The whole command, from its start to the report: making the case,
+     * opening the device, setup, warm-up, the rounds with their restores and
+     * golden checks, and the repeats.  compare: a mode's setup and rounds. */
+    double overall_ms;
+    double setup_ms;  /* pin: the one-time upload before the rounds; else 0 */
+    double case_ms;   /* making the case (its buffers, inputs and goldens) */
+    double golden_ms; /* every golden check of the rounds, together */
     uint64_t setup_h2d_bytes;
+    uint32_t repeat, warmup; /* the rounds ran `repeat` times after `warmup` rounds */
+    scene_spread later;      /* later_avg_ms over the repeats */
+    const char *verdict;     /* compare: against off ("within noise", ...); NULL: none */
+    bool interrupted;        /* stopped early on request (SIGINT, a cancel call) */
+    hg_err error;            /* the runtime error that stopped the rounds; code 0 if none */
 } scene_report;
 
 /* Runs the rounds of one mode (runner.c): a new runner, the mode's args
@@ -37,16 +50,28 @@ typedef struct scene_report {
 int scene_run_rounds(const scene_run_opts *o, hg_device *dev, scene_case *c, hg_trace *trace,
                      scene_round *rounds, scene_report *rep);
 
+/* scene_run_rounds after o->warmup unreported rounds, then o->repeat - 1
+ * more times (unreported, each from the case's initial outputs): rep is the
+ * first repeat's, with repeat, warmup and the spread of every repeat's
+ * later-round average (repeat.c).  Returns as scene_run_rounds. */
+int scene_run_repeats(const scene_run_opts *o, hg_device *dev, scene_case *c, hg_trace *trace,
+                      scene_round *rounds, scene_report *rep);
+
 /* Fills first_ms and later_avg_ms from the rounds. */
 void scene_report_summarize(scene_report *r);
 void scene_report_print_header(FILE *f);
 /* `round` counts from 1. */
 void scene_report_print_row(FILE *f, uint32_t round, const scene_round *sr);
 void scene_report_print_summary(FILE *f, const scene_report *r);
-/* HG_EIO if the file cannot be written; a file left part-written is removed. */
+/* HG_EIO if the file cannot be written; the file at path is then untouched. */
 int scene_report_write_json(const scene_report *r, const char *path);
 /* The report's JSON object, indented by `indent` spaces (compare nests it). */
 void scene_report_write_object(FILE *f, const scene_report *r, int indent);
+/* The host object {"cpu": model, "cores": n, "memory_bytes": n} (host.c). */
+void scene_report_write_host(FILE *f);
+/* "schema", "hostgraph_version", "kernels" and "host": what produced a
+ * report, each on its own line at `indent`, each followed by a comma. */
+void scene_report_write_provenance(FILE *f, int indent);
 /* The params object {"name": value, ...}. */
 void scene_report_write_params(FILE *f, const scene *s, const int64_t *params);
 

@@ -13,98 +13,63 @@
  * Exit codes follow the CLI contract: 0 all golden passed or skipped, 1 a
  * golden check failed (all rounds still run, the reports still written), 2 a
  * --json or --trace path that cannot be written (found before the device is
- * opened or any round runs, one line naming the path; nothing is created), 3
+ * opened or any round runs by opening its temporary file, one line naming the
+ * flag, the path and the OS error; nothing is left behind), 3
  * a runtime error (one line on o->err; the remaining rounds are not run; the
- * trace is still written, the JSON report is not; a file that fails to write
- * only after the rounds is a runtime error too).
+ * trace and the JSON report are still written, the JSON with the rounds that
+ * completed and "error"; a file that fails to write only after the rounds is
+ * a runtime error too).
  */
-#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "base/clock.h"
+#include "base/trace.h"
 #include "scene/report.h"
 #include "scene/scene.h"
 
-/* The directory a new file at `path` would go in, into dir; false if it
- * does not fit. */
-static bool parent_dir(const char *path, char *dir, size_t dirlen)
+int scene_outputs_open(scene_outputs *so, FILE *err, const char *json, const char *trace,
+                       const char *svg)
 {
-    const char *slash = strrchr(path, '/');
-    size_t len = slash == NULL || slash == path ? 1 : (size_t)(slash - path); /* "." or "/" */
-    if (len >= dirlen)
-        return false;
-    memcpy(dir, slash == NULL ? "." : path, len);
-    dir[len] = '\0';
-    return true;
-}
-
-/* Writes the reason a check failed into why; returns false, so that a check
- * can `return why_not(...)`. */
-static bool why_not(char *why, size_t whylen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static bool why_not(char *why, size_t whylen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, whylen, fmt, ap);
-    va_end(ap);
-    return false;
-}
-
-/* True if a file could be written at `path`; else why not, in why.  Only
- * looks (stat, access): a probe that created the file would leave it behind
- * when a later round fails. */
-bool scene_output_writable(const char *path, char *why, size_t whylen)
-{
-    struct stat st;
-    char dir[4096];
-    if (*path == '\0')
-        return why_not(why, whylen, "the path is empty");
-    if (stat(path, &st) == 0) {
-        if (S_ISDIR(st.st_mode))
-            return why_not(why, whylen, "it is a directory");
-        if (access(path, W_OK) != 0)
-            return why_not(why, whylen, "%s", strerror(errno));
-        return true;
-    }
-    if (errno != ENOENT) /* e.g. ENOTDIR: the path goes through a file */
-        return why_not(why, whylen, "%s", strerror(errno));
-    if (!parent_dir(path, dir, sizeof dir))
-        return true; /* too long to look at here: the write will say */
-    if (stat(dir, &st) != 0)
-        return why_not(why, whylen, "directory '%s': %s", dir, strerror(errno));
-    if (access(dir, W_OK | X_OK) != 0)
-        return why_not(why, whylen, "directory '%s': %s", dir, strerror(errno));
-    return true;
-}
-
-int scene_check_outputs(FILE *err, const char *first, const char *first_what, const char *second,
-                        const char *second_what)
-{
-    const char *paths[2] = {first, second}, *what[2] = {first_what, second_what};
-    char why[4200];
-    if (first != NULL && second != NULL && strcmp(first, second) == 0) {
-        fprintf(err, "hostgraph: the %s and the %s both name '%s'\n", first_what, second_what,
-                first);
-        return SCENE_EXIT_USAGE;
-    }
-    for (int i = 0; i < 2; i++) {
-        if (paths[i] != NULL && !scene_output_writable(paths[i], why, sizeof why)) {
-            fprintf(err, "hostgraph: cannot write %s '%s': %s\n", what[i], paths[i], why);
+    const char *paths[3] = {json, trace, svg};
+    static const char *const flags[3] = {"--json", "--trace", "--svg"};
+    outfile *files[3] = {&so->json, &so->trace, &so->svg};
+    char why[512];
+    memset(so, 0, sizeof *so);
+    for (int i = 0; i < 3; i++) {
+        for (int k = 0; k < i; k++) {
+            if (paths[i] != NULL && paths[k] != NULL && strcmp(paths[i], paths[k]) == 0) {
+                fprintf(err, "hostgraph: %s and %s both name '%s'\n", flags[k], flags[i], paths[i]);
+                scene_outputs_abort(so);
+                return SCENE_EXIT_USAGE;
+            }
+        }
+        if (paths[i] != NULL && outfile_open(files[i], paths[i], why, sizeof why) != 0) {
+            fprintf(err, "hostgraph: %s '%s': %s\n", flags[i], paths[i], why);
+            scene_outputs_abort(so);
             return SCENE_EXIT_USAGE;
         }
     }
     return 0;
 }
 
-/* The --json and --trace paths, before any round runs. */
-static int check_output_paths(const scene_run_opts *o)
+int scene_output_commit(outfile *of, FILE *err, const char *flag, const char *path)
 {
-    return scene_check_outputs(o->err, o->json_path, "JSON report", o->trace_path, "trace");
+    char why[512];
+    if (of->f == NULL)
+        return 0;
+    if (outfile_commit(of, why, sizeof why) == 0)
+        return 0;
+    fprintf(err, "hostgraph: cannot write %s '%s': %s\n", flag, path, why);
+    return SCENE_EXIT_RUNTIME;
+}
+
+void scene_outputs_abort(scene_outputs *so)
+{
+    outfile_abort(&so->json);
+    outfile_abort(&so->trace);
+    outfile_abort(&so->svg);
 }
 
 void scene_snapshot_free(scene_snapshot *s)
@@ -218,7 +183,33 @@ typedef struct round_loop {
     scene_round *rounds;
     uint32_t done;
     bool golden_failed;
+    bool interrupted;   /* o->cancel stopped the rounds */
+    const char *device; /* the device's normalized spec, for messages */
+    hg_err fail;        /* the runtime error that stopped the rounds (the JSON's "error") */
+    uint64_t golden_ns; /* the golden checks, together */
 } round_loop;
+
+/* Records a runtime error for the report and prints it as one line.
+ * Returns SCENE_EXIT_RUNTIME. */
+static int loop_fail(const scene_run_opts *o, round_loop *l, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int loop_fail(const scene_run_opts *o, round_loop *l, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(l->fail.msg, sizeof l->fail.msg, fmt, ap);
+    va_end(ap);
+    l->fail.code = code;
+    const char *mem = l->device != NULL ? strstr(l->device, "mem=") : NULL;
+    if (code == HG_EDEVMEM && mem != NULL) {
+        /* The user's own mem= is the likely cause: say so. */
+        size_t used = strlen(l->fail.msg);
+        snprintf(l->fail.msg + used, sizeof l->fail.msg - used, " (device '%s': %.*s bytes)",
+                 l->device, (int)strcspn(mem, ","), mem);
+    }
+    fprintf(o->err, "hostgraph: %s\n", l->fail.msg);
+    return SCENE_EXIT_RUNTIME;
+}
 
 /* Runs the rounds; returns 0 or SCENE_EXIT_RUNTIME after printing why. */
 static int run_rounds(const scene_run_opts *o, scene_case *c, round_loop *l)
@@ -227,26 +218,35 @@ static int run_rounds(const scene_run_opts *o, scene_case *c, round_loop *l)
         scene_report_print_header(o->out);
     for (uint32_t i = 0; i < o->rounds; i++) {
         scene_round *sr = &l->rounds[i];
-        int rc = scene_snapshot_restore_changed(&l->initial, c);
-        if (rc != 0) {
-            fprintf(o->err, "hostgraph: round %u: cannot restore outputs: %s\n", i + 1,
-                    hg_strerror(rc));
-            return SCENE_EXIT_RUNTIME;
+        if (scene_cancel_requested(o->cancel)) {
+            l->interrupted = true;
+            return 0;
         }
+        int rc = scene_snapshot_restore_changed(&l->initial, c);
+        if (rc != 0)
+            return loop_fail(o, l, rc, "round %u: cannot restore outputs: %s", i + 1,
+                             hg_strerror(rc));
         scene_progress_round(l->progress, i + 1);
         rc = hg_runner_run(l->runner, &c->callable, l->mode.args, c->nargs, &sr->stats);
-        scene_progress_round(l->progress, 0);
-        if (rc == 0 && scene_snapshot_note_run(&l->initial, c, l->runner) != 0) {
-            fprintf(o->err, "hostgraph: round %u: out of host memory\n", i + 1);
-            return SCENE_EXIT_RUNTIME;
+        if (rc != 0 || o->skip_golden)
+            scene_progress_round(l->progress, 0);
+        if (rc == 0 && scene_snapshot_note_run(&l->initial, c, l->runner) != 0)
+            return loop_fail(o, l, HG_ENOMEM, "round %u: out of host memory", i + 1);
+        if (rc == HG_ECANCELED && scene_cancel_requested(o->cancel)) {
+            l->interrupted = true; /* the second request: this round is dropped */
+            return 0;
         }
         if (rc != 0) {
             const char *msg = hg_runner_errmsg(l->runner);
-            fprintf(o->err, "hostgraph: round %u: %s\n", i + 1, *msg ? msg : hg_strerror(rc));
-            return SCENE_EXIT_RUNTIME;
+            return loop_fail(o, l, rc, "round %u: %s", i + 1, *msg ? msg : hg_strerror(rc));
         }
+        const uint64_t check_start = clock_now_ns();
+        scene_progress_phase(l->progress, o->skip_golden ? NULL : "checking golden");
         if (!check_round(o, c, i + 1, sr))
             l->golden_failed = true;
+        l->golden_ns += clock_now_ns() - check_start;
+        scene_progress_phase(l->progress, NULL);
+        scene_progress_round(l->progress, 0);
         l->done = i + 1;
         if (o->on_round != NULL)
             o->on_round(o->on_round_user, i + 1, c, &sr->stats);
@@ -258,24 +258,27 @@ static int run_rounds(const scene_run_opts *o, scene_case *c, round_loop *l)
 
 /* Prepares the mode's args on a new runner (pin uploads here, timed as
  * setup), runs the rounds, and fills rep (its rounds point into `rounds`,
- * which the caller owns).  Returns 0, SCENE_EXIT_GOLDEN or
+ * which the caller owns).  Returns 0, SCENE_EXIT_GOLDEN,
+ * SCENE_EXIT_INTERRUPTED (o->cancel stopped it: rep has the rounds done) or
  * SCENE_EXIT_RUNTIME (after one line on o->err). */
 int scene_run_rounds(const scene_run_opts *o, hg_device *dev, scene_case *c, hg_trace *trace,
                      scene_round *rounds, scene_report *rep)
 {
-    round_loop l = {.rounds = rounds};
+    round_loop l = {.rounds = rounds, .device = hg_device_spec(dev)};
     hg_err err;
     err_clear(&err);
+    err_clear(&l.fail);
     int rc = SCENE_EXIT_RUNTIME;
+    memset(rep, 0, sizeof *rep);
     if (scene_snapshot_take(&l.initial, c) != 0) {
         fprintf(o->err, "hostgraph: out of host memory\n");
         return rc;
     }
     int hrc = hg_runner_open(dev, &l.runner);
     if (hrc != 0) {
-        fprintf(o->err, "hostgraph: cannot open a runner: %s\n", hg_strerror(hrc));
+        loop_fail(o, &l, hrc, "cannot open a runner: %s", hg_strerror(hrc));
     } else if ((hrc = scene_mode_prepare(&l.mode, c, o->residency, dev, &err)) != 0) {
-        fprintf(o->err, "hostgraph: %s\n", *err.msg ? err.msg : hg_strerror(hrc));
+        loop_fail(o, &l, hrc, "%s", *err.msg ? err.msg : hg_strerror(hrc));
     } else {
         hg_runner_set_trace(l.runner, trace);
         hg_runner_set_verify(l.runner, o->verify);
@@ -283,10 +286,14 @@ int scene_run_rounds(const scene_run_opts *o, hg_device *dev, scene_case *c, hg_
             fprintf(o->out, "setup: %.3f ms, %llu bytes host -> device (pinned IN args)\n",
                     (double)l.mode.setup_ns / 1e6, (unsigned long long)l.mode.setup_h2d_bytes);
         l.progress = scene_progress_start(o, l.runner);
+        scene_cancel_attach(o->cancel, l.runner);
         rc = run_rounds(o, c, &l);
+        scene_cancel_attach(o->cancel, NULL);
         scene_progress_stop(l.progress);
         if (rc == 0)
-            rc = l.golden_failed ? SCENE_EXIT_GOLDEN : SCENE_EXIT_OK;
+            rc = l.interrupted     ? SCENE_EXIT_INTERRUPTED
+                 : l.golden_failed ? SCENE_EXIT_GOLDEN
+                                   : SCENE_EXIT_OK;
     }
     /* Free the pinned buffers after the rounds, as the reference did. */
     scene_mode_release(&l.mode, dev);
@@ -300,45 +307,65 @@ int scene_run_rounds(const scene_run_opts *o, hg_device *dev, scene_case *c, hg_
                           .rounds = rounds,
                           .nrounds = l.done,
                           .setup_ms = (double)l.mode.setup_ns / 1e6,
-                          .setup_h2d_bytes = l.mode.setup_h2d_bytes};
+                          .setup_h2d_bytes = l.mode.setup_h2d_bytes,
+                          .golden_ms = (double)l.golden_ns / 1e6,
+                          .interrupted = l.interrupted,
+                          .error = l.fail};
     scene_report_summarize(rep);
+    rep->repeat = 1;
+    rep->later = scene_spread_of(&rep->later_avg_ms, 1);
+    return rc;
+}
+
+/* Runs the rounds and writes the summary and the files opened in outs
+ * (which it closes). */
+static int run_case_into(const scene_run_opts *o, hg_device *dev, scene_case *c,
+                         scene_outputs *outs, double case_ms)
+{
+    const uint64_t start_ns = o->start_ns != 0 ? o->start_ns : clock_now_ns();
+    hg_trace *trace = NULL;
+    scene_round *rounds = calloc(o->rounds > 0 ? o->rounds : 1, sizeof *rounds);
+    if (rounds == NULL || (outs->trace.f != NULL && hg_trace_create(&trace) != 0)) {
+        fprintf(o->err, "hostgraph: out of host memory\n");
+        free(rounds);
+        scene_outputs_abort(outs);
+        return SCENE_EXIT_RUNTIME;
+    }
+    scene_report rep;
+    int rc = scene_run_repeats(o, dev, c, trace, rounds, &rep);
+    rep.case_ms = case_ms;
+    /* A failed round still leaves its trace: the spans up to the failure are
+     * what a user debugging it wants. */
+    if (trace != NULL) {
+        trace_write(trace, outs->trace.f);
+        if (scene_output_commit(&outs->trace, o->err, "--trace", o->trace_path) != 0)
+            rc = SCENE_EXIT_RUNTIME;
+    }
+    rep.overall_ms = (double)(clock_now_ns() - start_ns) / 1e6;
+    if (rc == SCENE_EXIT_OK || rc == SCENE_EXIT_GOLDEN || rc == SCENE_EXIT_INTERRUPTED)
+        scene_report_print_summary(o->out, &rep);
+    /* A failed run still writes its report: the rounds that completed and
+     * the error, so CI has something machine-readable. */
+    if (rep.scene != NULL) {
+        if (outs->json.f != NULL) {
+            scene_report_write_object(outs->json.f, &rep, 0);
+            fputc('\n', outs->json.f);
+            if (scene_output_commit(&outs->json, o->err, "--json", o->json_path) != 0)
+                rc = SCENE_EXIT_RUNTIME;
+        }
+    }
+    scene_outputs_abort(outs); /* what was not written: no file appears */
+    if (trace != NULL)
+        hg_trace_destroy(trace);
+    free(rounds);
     return rc;
 }
 
 int scene_run_case(const scene_run_opts *o, hg_device *dev, scene_case *c)
 {
-    const uint64_t start_ns = o->start_ns != 0 ? o->start_ns : clock_now_ns();
-    hg_trace *trace = NULL;
-    int rc = check_output_paths(o);
-    if (rc != 0)
-        return rc;
-    scene_round *rounds = calloc(o->rounds > 0 ? o->rounds : 1, sizeof *rounds);
-    if (rounds == NULL || (o->trace_path != NULL && hg_trace_create(&trace) != 0)) {
-        fprintf(o->err, "hostgraph: out of host memory\n");
-        free(rounds);
-        return SCENE_EXIT_RUNTIME;
-    }
-    scene_report rep;
-    rc = scene_run_rounds(o, dev, c, trace, rounds, &rep);
-    /* A failed round still leaves its trace: the spans up to the failure are
-     * what a user debugging it wants.  The JSON report has no form for a
-     * round that did not finish, so it is written only after all rounds. */
-    if (trace != NULL && hg_trace_write_json(trace, o->trace_path) != 0) {
-        fprintf(o->err, "hostgraph: cannot write trace '%s'\n", o->trace_path);
-        rc = SCENE_EXIT_RUNTIME;
-    }
-    if (rc == SCENE_EXIT_OK || rc == SCENE_EXIT_GOLDEN) {
-        rep.overall_ms = (double)(clock_now_ns() - start_ns) / 1e6;
-        scene_report_print_summary(o->out, &rep);
-        if (o->json_path != NULL && scene_report_write_json(&rep, o->json_path) != 0) {
-            fprintf(o->err, "hostgraph: cannot write JSON report '%s'\n", o->json_path);
-            rc = SCENE_EXIT_RUNTIME;
-        }
-    }
-    if (trace != NULL)
-        hg_trace_destroy(trace);
-    free(rounds);
-    return rc;
+    scene_outputs outs;
+    int rc = scene_outputs_open(&outs, o->err, o->json_path, o->trace_path, NULL);
+    return rc != 0 ? rc : run_case_into(o, dev, c, &outs, 0.0);
 }
 
 int scene_run(const scene_run_opts *o)
@@ -346,11 +373,13 @@ int scene_run(const scene_run_opts *o)
     const char *spec = o->device_spec != NULL ? o->device_spec : "sim";
     char msg[256] = "";
     hg_device *dev = NULL;
-    int rc = check_output_paths(o); /* before the case is made: that can take a while */
+    scene_outputs outs; /* opened before the case is made: that can take a while */
+    int rc = scene_outputs_open(&outs, o->err, o->json_path, o->trace_path, NULL);
     if (rc != 0)
         return rc;
     rc = hg_device_open(spec, &dev, msg, sizeof msg);
     if (rc != 0) {
+        scene_outputs_abort(&outs);
         if (*msg != '\0')
             fprintf(o->err, "hostgraph: %s\n", msg);
         else
@@ -361,16 +390,22 @@ int scene_run(const scene_run_opts *o)
     scene_case *c = NULL;
     hg_err err;
     err_clear(&err);
+    scene_progress *progress = scene_progress_start(o, NULL);
+    scene_progress_phase(progress, "making the case");
+    const uint64_t case_start = clock_now_ns();
     rc = scene_case_make(o->scene, o->params, &c, &err);
+    const double case_ms = (double)(clock_now_ns() - case_start) / 1e6;
+    scene_progress_stop(progress);
     if (rc != 0) {
         fprintf(o->err, "hostgraph: scene '%s': %s\n", o->scene->name,
                 *err.msg ? err.msg : hg_strerror(rc));
         hg_device_close(dev);
+        scene_outputs_abort(&outs);
         /* Params that do not fit together (a context past the rope table, a
          * layer count the host cannot hold) are bad command-line values. */
         return rc == HG_EINVAL || rc == HG_ERANGE ? SCENE_EXIT_USAGE : SCENE_EXIT_RUNTIME;
     }
-    rc = scene_run_case(o, dev, c);
+    rc = run_case_into(o, dev, c, &outs, case_ms);
     scene_case_destroy(c);
     hg_device_close(dev);
     return rc;

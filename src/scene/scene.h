@@ -14,11 +14,13 @@
 #ifndef HG_SCENE_SCENE_H
 #define HG_SCENE_SCENE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "base/error.h"
+#include "base/outfile.h"
 #include "hostgraph.h"
 
 #define SCENE_MAX_PARAMS 16
@@ -41,6 +43,9 @@ typedef struct scene_param {
     const scene_param_value *values;
 } scene_param;
 
+/* True if 0 stands for "the preset's value" (the convention: the param's
+ * help says "(0: the preset's ...)"), so `list` shows it as "preset". */
+bool scene_param_zero_is_preset(const scene_param *p);
 /* The name of value v of param p, or NULL when p has no name for it. */
 const char *scene_param_value_name(const scene_param *p, int64_t v);
 
@@ -100,6 +105,9 @@ extern const scene scene_qwen3_decode;
 
 /* The scene called `name`, or NULL. */
 const scene *scene_find(const char *name);
+/* The scene whose name is closest to a misspelt `name` (two edits at most,
+ * or one that starts with it), or NULL. */
+const scene *scene_suggest(const char *name);
 /* The i-th registered scene, or NULL past the end (for `hostgraph list`). */
 const scene *scene_at(uint32_t i);
 
@@ -188,6 +196,28 @@ const char *scene_residency_name(scene_residency r);
 typedef void (*scene_round_fn)(void *user, uint32_t round, const scene_case *c,
                                const hg_run_stats *stats);
 
+/* A stop request for the scene runner (the command's SIGINT and SIGTERM, a
+ * binding's Ctrl-C).  The first request stops the rounds after the one in
+ * flight; the second also cancels that round's run (hg_runner_cancel).  The
+ * rounds done are reported, with "interrupted": true.  Requests come from
+ * another thread: the runner in flight is kept under the lock, so a cancel
+ * never reaches a runner that is being closed. */
+typedef struct scene_cancel {
+    pthread_mutex_t lock;
+    uint32_t requests;
+    hg_runner *runner; /* the runner whose rounds are in flight, or NULL */
+} scene_cancel;
+
+void scene_cancel_init(scene_cancel *c);
+void scene_cancel_destroy(scene_cancel *c);
+/* Returns the number of requests so far, this one included. */
+uint32_t scene_cancel_request(scene_cancel *c);
+/* True once a request came (NULL: never). */
+bool scene_cancel_requested(scene_cancel *c);
+/* Makes r the runner a second request cancels (NULL: none).  Attaching after
+ * two requests cancels r at once. */
+void scene_cancel_attach(scene_cancel *c, hg_runner *r);
+
 typedef struct scene_run_opts {
     const scene *scene;
     int64_t params[SCENE_MAX_PARAMS];
@@ -204,10 +234,40 @@ typedef struct scene_run_opts {
     FILE *err;               /* error lines */
     scene_round_fn on_round; /* NULL: none */
     void *on_round_user;
+    scene_cancel *cancel; /* NULL: the rounds cannot be stopped early */
+    uint32_t repeat;      /* times the rounds run, each on a new runner (0: once) */
+    uint32_t warmup;      /* unreported rounds before them */
 } scene_run_opts;
 
+/* ------------------------------------------------------------ spread.c */
+
+#define SCENE_MAX_REPEAT 100
+/* compare's defaults: enough later rounds for an average, enough repeats for
+ * a spread. */
+#define SCENE_COMPARE_ROUNDS 5
+#define SCENE_COMPARE_REPEAT 3
+
+/* Repeated measurements of one number: the median and the min-max spread
+ * (NaN and n 0 when none). */
+typedef struct scene_spread {
+    double median, min, max;
+    uint32_t n;
+} scene_spread;
+
+/* The spread of values[0..n) (NaNs skipped; at most SCENE_MAX_REPEAT). */
+scene_spread scene_spread_of(const double *values, uint32_t n);
+/* "faster" or "slower" when mode's spread lies wholly below or above off's,
+ * "within noise" when they overlap, "n/a" when either is empty. */
+const char *scene_verdict(const scene_spread *mode, const scene_spread *off);
+
 /* Process exit codes of `hostgraph run`. */
-enum { SCENE_EXIT_OK = 0, SCENE_EXIT_GOLDEN = 1, SCENE_EXIT_USAGE = 2, SCENE_EXIT_RUNTIME = 3 };
+enum {
+    SCENE_EXIT_OK = 0,
+    SCENE_EXIT_GOLDEN = 1,
+    SCENE_EXIT_USAGE = 2,
+    SCENE_EXIT_RUNTIME = 3,
+    SCENE_EXIT_INTERRUPTED = 130 /* stopped by o->cancel: 128 + SIGINT, as shells say */
+};
 
 /* Checks the output paths, opens the device, makes the case and runs it
  * (scene_run_case).  Returns a SCENE_EXIT_* code; a runtime error is one line
@@ -218,7 +278,9 @@ int scene_run(const scene_run_opts *o);
  * checks golden, prints a row; then the summary, the trace and the JSON.
  * Before any round, a json_path or trace_path that cannot be written (its
  * directory missing, a directory itself, not writable, or both the same) is
- * SCENE_EXIT_USAGE with one line naming it; nothing is created. */
+ * SCENE_EXIT_USAGE with one line naming the flag, the path and the OS error;
+ * nothing is created.  A report that fails to write after the rounds keeps
+ * the file that was there (scene_outputs). */
 int scene_run_case(const scene_run_opts *o, hg_device *dev, scene_case *c);
 
 /* progress.c: a progress line on stderr while a round runs longer than a
@@ -227,6 +289,11 @@ int scene_run_case(const scene_run_opts *o, hg_device *dev, scene_case *c);
 typedef struct scene_progress scene_progress;
 scene_progress *scene_progress_start(const scene_run_opts *o, const hg_runner *r);
 void scene_progress_round(scene_progress *p, uint32_t round);
+/* A phase outside a run (a static string: "making the case", "checking
+ * golden"), shown like a long round, with the round when one is set; NULL
+ * ends it.  r may be NULL at start (no runner yet) and set later. */
+void scene_progress_phase(scene_progress *p, const char *phase);
+void scene_progress_set_runner(scene_progress *p, const hg_runner *r);
 void scene_progress_stop(scene_progress *p);
 
 /* The bytes of every OUT/INOUT arg of a case, indexed like its args: what
@@ -249,15 +316,23 @@ int scene_snapshot_note_run(scene_snapshot *s, const scene_case *c, const hg_run
 int scene_snapshot_restore_changed(scene_snapshot *s, scene_case *c);
 void scene_snapshot_free(scene_snapshot *s);
 
-/* Checks two optional output paths before anything runs: 0, or
- * SCENE_EXIT_USAGE after one line on err naming the path (one that cannot
- * be written, or both naming the same file). */
-int scene_check_outputs(FILE *err, const char *first, const char *first_what, const char *second,
-                        const char *second_what);
+/* The report files of one command (--json, --trace, --svg), opened before
+ * anything runs: a regular file is written to a temporary file beside it
+ * and renamed into place when complete (base/outfile.h). */
+typedef struct scene_outputs {
+    outfile json, trace, svg; /* .f NULL when not asked for */
+} scene_outputs;
 
-/* True if a file could be written at `path` (looks only: creates nothing);
- * else why not, in why. */
-bool scene_output_writable(const char *path, char *why, size_t whylen);
+/* Opens the paths given (NULL: none).  0, or SCENE_EXIT_USAGE after one line
+ * on err naming the flag, the path and the OS error (or two flags naming one
+ * path); then nothing is left open or created. */
+int scene_outputs_open(scene_outputs *so, FILE *err, const char *json, const char *trace,
+                       const char *svg);
+/* Publishes one opened file: 0, or SCENE_EXIT_RUNTIME after one line naming
+ * the flag, the path and the OS error (the old file stays untouched). */
+int scene_output_commit(outfile *of, FILE *err, const char *flag, const char *path);
+/* Drops every file not yet committed, creating nothing. */
+void scene_outputs_abort(scene_outputs *so);
 
 /* ------------------------------------------------------------ modes.c */
 
@@ -279,11 +354,15 @@ bool scene_reads_on_host(const scene *s, const char *name);
 
 /* ------------------------------------------------------------ compare.c */
 
-/* `hostgraph compare`: runs the case once per residency mode (off, pin, in,
- * all), each on a fresh device of o->device_spec, in one process, and prints
- * a row per mode against off; writes o->json_path (every mode's report) and
- * svg_path (per-round wall time per mode) when set.  Returns a SCENE_EXIT_*
- * code: 1 if any mode failed golden. */
+/* `hostgraph compare`: after o->warmup (at least 1) unreported rounds, runs
+ * the case o->repeat times per residency mode (off, pin, in, all),
+ * interleaved mode by mode, each run on a fresh device of o->device_spec, in
+ * one process, and prints a row per mode against off: the median later-round
+ * average, its min-max spread and a verdict (faster, slower, within noise);
+ * writes o->json_path (every mode's first report, with the spread and the
+ * verdict) and svg_path (per-round wall time per mode) when set.  o->rounds
+ * below 2 is SCENE_EXIT_USAGE.  Returns a SCENE_EXIT_* code: 1 if any mode
+ * failed golden. */
 int scene_compare(const scene_run_opts *o, const char *svg_path);
 
 #endif

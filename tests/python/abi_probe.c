@@ -98,6 +98,9 @@ __attribute__((visibility("default"))) const hg_abi_field hg_abi_fields[] = {
     FIELD(hg_scene_opts, trace_path),
     FIELD(hg_scene_opts, svg_path),
     FIELD(hg_scene_opts, print),
+    FIELD(hg_scene_opts, repeat),
+    FIELD(hg_scene_opts, warmup),
+    FIELD(hg_scene_opts, cancel),
 };
 
 __attribute__((visibility("default"))) const size_t hg_abi_num_fields =
@@ -115,15 +118,15 @@ typedef struct hg_abi_const {
     }
 
 __attribute__((visibility("default"))) const hg_abi_const hg_abi_consts[] = {
-    CONST(HG_EINVAL),       CONST(HG_EOVERFLOW), CONST(HG_ELIMIT),   CONST(HG_ENOMEM),
-    CONST(HG_EDEVMEM),      CONST(HG_ECOPY),     CONST(HG_EKERNEL),  CONST(HG_ENOHOSTVIEW),
-    CONST(HG_ERANGE),       CONST(HG_ENOTFOUND), CONST(HG_EIO),      CONST(HG_ESTALE),
-    CONST(HG_EUNSUPPORTED), CONST(HG_IN),        CONST(HG_OUT),      CONST(HG_INOUT),
-    CONST(HG_SCALAR),       CONST(HG_STAGED),    CONST(HG_RESIDENT), CONST(HG_FAULT_ALLOC),
-    CONST(HG_FAULT_COPY),   CONST(HG_F32),       CONST(HG_F16),      CONST(HG_BF16),
-    CONST(HG_F64),          CONST(HG_I8),        CONST(HG_U8),       CONST(HG_I16),
-    CONST(HG_I32),          CONST(HG_I64),       CONST(HG_U64),      CONST(HG_BOOL),
-    CONST(HG_DTYPE_COUNT),  CONST(HG_MAX_DIMS),
+    CONST(HG_EINVAL),       CONST(HG_EOVERFLOW), CONST(HG_ELIMIT),    CONST(HG_ENOMEM),
+    CONST(HG_EDEVMEM),      CONST(HG_ECOPY),     CONST(HG_EKERNEL),   CONST(HG_ENOHOSTVIEW),
+    CONST(HG_ERANGE),       CONST(HG_ENOTFOUND), CONST(HG_EIO),       CONST(HG_ESTALE),
+    CONST(HG_EUNSUPPORTED), CONST(HG_IN),        CONST(HG_OUT),       CONST(HG_INOUT),
+    CONST(HG_SCALAR),       CONST(HG_STAGED),    CONST(HG_RESIDENT),  CONST(HG_FAULT_ALLOC),
+    CONST(HG_FAULT_COPY),   CONST(HG_F32),       CONST(HG_F16),       CONST(HG_BF16),
+    CONST(HG_F64),          CONST(HG_I8),        CONST(HG_U8),        CONST(HG_I16),
+    CONST(HG_I32),          CONST(HG_I64),       CONST(HG_U64),       CONST(HG_BOOL),
+    CONST(HG_DTYPE_COUNT),  CONST(HG_MAX_DIMS),  CONST(HG_ECANCELED),
 };
 
 __attribute__((visibility("default"))) const size_t hg_abi_num_consts =

@@ -45,15 +45,56 @@ static int make_sleep(const int64_t *params, scene_case *c, hg_err *err)
     return rc;
 }
 
+static int orch_nothing(hg_orch *o, void *user)
+{
+    (void)o;
+    (void)user;
+    return 0;
+}
+
 static const scene sleepy = {
     .name = "sleepy", .description = "one task that sleeps 1.4 s", .make = make_sleep};
+
+static void sleep_long(void)
+{
+    struct timespec t = {1, 400 * 1000000L};
+    while (nanosleep(&t, &t) != 0) {
+    }
+}
+
+/* A check that takes 1.4 s, as a real scene's golden comparison can. */
+static bool check_slowly(const scene_case *c, scene_check_result *res)
+{
+    (void)c;
+    sleep_long();
+    *res = (scene_check_result){.pass = true, .output = "x", .first_bad = SIZE_MAX};
+    return true;
+}
+
+/* A case that takes 1.4 s to make and 1.4 s to check; its round is quick. */
+static int make_slowly(const int64_t *params, scene_case *c, hg_err *err)
+{
+    (void)params;
+    sleep_long();
+    size_t n = 16;
+    uint32_t arg;
+    int rc = scene_case_add_tensor(c, "x", HG_IN, HG_U8, 1, &n, &arg, err);
+    c->callable = (hg_callable){"nothing", orch_nothing, NULL};
+    c->check = check_slowly;
+    return rc;
+}
+
+static const scene slow_case = {
+    .name = "slow_case", .description = "slow to make and to check", .make = make_slowly};
+
+static const scene *scene_under_test = &sleepy;
 
 /* Runs sleepy for one round with stderr on `err`; returns the exit code. */
 static int run_sleepy(FILE *err, bool quiet)
 {
-    scene_run_opts o = {.scene = &sleepy,
+    scene_run_opts o = {.scene = scene_under_test,
                         .rounds = 1,
-                        .skip_golden = true,
+                        .skip_golden = scene_under_test == &sleepy,
                         .quiet = quiet,
                         .device_spec = "sim:cores=1"};
     o.out = fopen("/dev/null", "w");
@@ -104,6 +145,17 @@ TEST(no_progress_when_quiet_or_in_a_file)
     ASSERT_EQ(run_sleepy(f, false), SCENE_EXIT_OK);
     ASSERT_EQ(ftell(f), 0); /* not a terminal: nothing on stderr */
     fclose(f);
+}
+
+TEST(making_the_case_and_checking_golden_show_progress)
+{
+    char seen[4096];
+    scene_under_test = &slow_case;
+    int rc = run_on_terminal(false, seen, sizeof seen);
+    scene_under_test = &sleepy;
+    ASSERT_EQ(rc, SCENE_EXIT_OK);
+    ASSERT_STR_CONTAINS(seen, "making the case");
+    ASSERT_STR_CONTAINS(seen, "round 1 of 1: checking golden");
 }
 
 int main(void)

@@ -349,7 +349,7 @@ TEST(unwritable_output_paths_fail_before_the_first_round)
                 as_trace ? run_with_outputs(ok, bad[i], &cr) : run_with_outputs(bad[i], ok, &cr);
             ASSERT_EQ(rc, SCENE_EXIT_USAGE);
             ASSERT_UEQ(cr.rounds, 0); /* refused before any round ran */
-            ASSERT_STR_CONTAINS(cr.err, as_trace ? "cannot write trace '" : "cannot write JSON");
+            ASSERT_STR_CONTAINS(cr.err, as_trace ? "--trace '" : "--json '");
             char quoted[600];
             snprintf(quoted, sizeof quoted, "'%s'", bad[i]);
             ASSERT_STR_CONTAINS(cr.err, quoted);
@@ -399,8 +399,8 @@ TEST(table_and_json_show_release_time)
     scene_report_print_header(f);
     scene_report_print_row(f, 1, &rounds[0]);
     slurp_and_close(f, text, sizeof text);
-    ASSERT_STR_CONTAINS(text, "back_ms  rel_ms  h2d_bytes");
-    ASSERT_STR_CONTAINS(text, "1.000    2.500   0 ");
+    ASSERT_STR_CONTAINS(text, "back_ms    rel_ms     h2d_bytes");
+    ASSERT_STR_CONTAINS(text, "1.000      2.500      0 ");
     make_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/r.json", dir);
     ASSERT_OK(scene_report_write_json(&r, path));
@@ -423,7 +423,8 @@ TEST(one_round_has_no_later_rounds_mean)
     FILE *f = tmpfile();
     scene_report_print_summary(f, &r);
     slurp_and_close(f, text, sizeof text);
-    ASSERT_STR_EQ(text, "first round 10.000 ms    later rounds avg n/a    overall 100.000 ms\n");
+    ASSERT_STR_EQ(text, "first round 10.000 ms    later rounds avg n/a    overall 100.000 ms (case "
+                        "0.000 ms, golden 0.000 ms)\n");
     make_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/r.json", dir);
     ASSERT_OK(scene_report_write_json(&r, path));
@@ -501,6 +502,114 @@ TEST(runtime_errors_exit_3)
         free(log.first);
         ASSERT_EQ(rc, SCENE_EXIT_RUNTIME);
     }
+}
+
+/* Asks to stop, `times` times, after round `at`. */
+typedef struct stop_at {
+    scene_cancel *cancel;
+    uint32_t at, times, last_round;
+} stop_at;
+
+static void request_stop(void *user, uint32_t round, const scene_case *c, const hg_run_stats *s)
+{
+    stop_at *st = user;
+    st->last_round = round;
+    for (uint32_t i = 0; round == st->at && i < st->times; i++)
+        scene_cancel_request(st->cancel);
+}
+
+/* A stop request ends the rounds after the one in flight (one or two
+ * requests: the second cancels a run in flight, or the next one), exit 130,
+ * and the report has the rounds done. */
+TEST(a_stop_request_ends_the_rounds_and_reports_the_rounds_done)
+{
+    for (uint32_t times = 1; times <= 2; times++) {
+        const scene *s = scene_find("vector_add");
+        scene_cancel cancel;
+        scene_cancel_init(&cancel);
+        stop_at st = {.cancel = &cancel, .at = 2, .times = times};
+        scene_run_opts o = {.scene = s,
+                            .rounds = 50,
+                            .quiet = true,
+                            .cancel = &cancel,
+                            .on_round = request_stop,
+                            .on_round_user = &st};
+        scene_params_default(s, o.params);
+        ASSERT_OK(scene_param_set(s, o.params, "n=256", NULL));
+        char dir[256], path[512];
+        make_tmpdir(dir, sizeof dir);
+        snprintf(path, sizeof path, "%s/r.json", dir);
+        o.json_path = path;
+        o.out = tmpfile();
+        o.err = tmpfile();
+        ASSERT_EQ(scene_run(&o), SCENE_EXIT_INTERRUPTED);
+        fclose(o.out);
+        fclose(o.err);
+        ASSERT_UEQ(st.last_round, 2);
+        char text[8192];
+        FILE *f = fopen(path, "r");
+        ASSERT(f != NULL);
+        slurp_and_close(f, text, sizeof text);
+        ASSERT_STR_CONTAINS(text, "\"interrupted\": true");
+        ASSERT_STR_CONTAINS(text, "\"round\": 2,");
+        ASSERT(strstr(text, "\"round\": 3,") == NULL);
+        remove(path);
+        rmdir(dir);
+        scene_cancel_destroy(&cancel);
+    }
+}
+
+/* The start column of each space-separated field of line, up to max. */
+static int field_starts(const char *line, int *starts, int max)
+{
+    int n = 0;
+    for (int i = 0; line[i] != '\0' && line[i] != '\n' && n < max; i++)
+        if (line[i] != ' ' && (i == 0 || line[i - 1] == ' '))
+            starts[n++] = i;
+    return n;
+}
+
+/* A round of 12 s and 10 GB still sits under the header's columns. */
+TEST(table_columns_fit_large_values)
+{
+    scene_round sr;
+    memset(&sr, 0, sizeof sr);
+    sr.stats.wall_ns = sr.stats.exec_ns = 12345678901ull;
+    sr.stats.h2d_bytes = 10000000000ull;
+    sr.golden = "pass";
+    FILE *f = tmpfile();
+    ASSERT(f != NULL);
+    scene_report_print_header(f);
+    scene_report_print_row(f, 1, &sr);
+    char text[1024];
+    slurp_and_close(f, text, sizeof text);
+    int head[16], row[16];
+    int nh = field_starts(text, head, 16);
+    int nr = field_starts(strchr(text, '\n') + 1, row, 16);
+    ASSERT_EQ(nh, nr);
+    for (int i = 0; i < nh; i++)
+        ASSERT_EQ(head[i], row[i]);
+}
+
+/* A change counts only when the spreads do not overlap. */
+TEST(verdict_is_within_noise_when_spreads_overlap)
+{
+    const double off_v[3] = {10, 12, 11}, overlap[3] = {9, 10.5, 8}, below[3] = {7, 9.9, 8},
+                 above[3] = {13, 12.5, 20}, empty[1] = {NAN};
+    scene_spread off = scene_spread_of(off_v, 3);
+    ASSERT(off.median == 11 && off.min == 10 && off.max == 12 && off.n == 3);
+    scene_spread s = scene_spread_of(overlap, 3);
+    ASSERT_STR_CONTAINS(scene_verdict(&s, &off), "within noise");
+    s = scene_spread_of(below, 3);
+    ASSERT_STR_CONTAINS(scene_verdict(&s, &off), "faster");
+    s = scene_spread_of(above, 3);
+    ASSERT_STR_CONTAINS(scene_verdict(&s, &off), "slower");
+    ASSERT_STR_CONTAINS(scene_verdict(&off, &off), "within noise");
+    s = scene_spread_of(empty, 1);
+    ASSERT_UEQ(s.n, 0);
+    ASSERT_STR_CONTAINS(scene_verdict(&s, &off), "n/a");
+    const double even[4] = {4, 1, 3, 2};
+    ASSERT(scene_spread_of(even, 4).median == 2.5);
 }
 
 int main(void)

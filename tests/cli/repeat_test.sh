@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# repeat_test.sh: measuring honestly (the issue "never lose a file, stop
+# cleanly, measure honestly", item 6).  compare repeats each mode's rounds
+# (--repeat, default 3) interleaved mode by mode on fresh devices, reports
+# the median of the later-round averages with its min-max spread, and calls a
+# change "within noise" when the spreads overlap; --rounds 1 is refused.  run
+# takes --repeat and --warmup too.  Checks shapes and consistency, never
+# timings.
+#
+# usage: repeat_test.sh PATH/TO/hostgraph
+set -u
+
+HG=${1:?usage: repeat_test.sh PATH/TO/hostgraph}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+passed=0
+failed=0
+
+ok() { passed=$((passed + 1)); echo "ok   $1"; }
+bad() { failed=$((failed + 1)); echo "FAIL $1"; }
+
+expect_rc() {
+    local name=$1 want=$2
+    shift 2
+    "$HG" "$@" >"$TMP/out" 2>"$TMP/err"
+    local got=$?
+    if [ "$got" -eq "$want" ]; then
+        ok "$name"
+    else
+        bad "$name (exit $got, wanted $want; stderr: $(head -c 300 "$TMP/err"))"
+    fi
+}
+
+check() {
+    local name=$1
+    shift
+    if "$@"; then ok "$name"; else bad "$name"; fi
+}
+
+expect_rc "compare --rounds 1 is refused" 2 compare vector_add --rounds 1
+check "compare --rounds 1: says why" grep -q "at least 2" "$TMP/err"
+expect_rc "compare --repeat 0 is refused" 2 compare vector_add --repeat 0
+
+expect_rc "compare at its defaults" 0 compare bgemm --param grid=2 --param tile=8 \
+    --json "$TMP/cmp.json"
+check "compare: the header says negative means faster" grep -q "negative means faster" "$TMP/out"
+check "compare: a verdict per mode" \
+    test "$(grep -Ec '^(off|pin|in|all) .*(faster|slower|within noise)$' "$TMP/out")" -eq 4
+check "compare JSON: repeat, medians, spreads and verdicts" python3 - "$TMP/cmp.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["repeat"] == 3, r.get("repeat")
+assert sorted(r["modes"]) == ["all", "in", "off", "pin"]
+for mode, m in r["modes"].items():
+    assert len(m["rounds"]) >= 3, (mode, len(m["rounds"]))  # compare's default rounds
+    lo, med, hi = m["later_avg_ms_min"], m["later_avg_ms_median"], m["later_avg_ms_max"]
+    assert 0 <= lo <= med <= hi, (mode, lo, med, hi)
+    assert m["verdict"] in ("faster", "slower", "within noise"), m["verdict"]
+    off = r["modes"]["off"]
+    overlap = not (hi < off["later_avg_ms_min"] or lo > off["later_avg_ms_max"])
+    want = "within noise" if overlap else ("faster" if hi < off["later_avg_ms_min"] else "slower")
+    assert m["verdict"] == want, (mode, m["verdict"], want)
+PY
+
+expect_rc "run --repeat 3 --warmup 2" 0 run vector_add --param n=1000 --rounds 3 --repeat 3 \
+    --warmup 2 --json "$TMP/run.json"
+check "run: the summary has the median and spread" grep -Eq 'median [0-9.]+ ms \(min [0-9.]+, max [0-9.]+, 3 repeats\)' \
+    "$TMP/out"
+check "run JSON: repeat and the spread at the top level" python3 - "$TMP/run.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["repeat"] == 3 and r["warmup"] == 2, r
+assert len(r["rounds"]) == 3
+assert 0 <= r["later_avg_ms_min"] <= r["later_avg_ms_median"] <= r["later_avg_ms_max"]
+PY
+expect_rc "run --repeat 0 is refused" 2 run vector_add --repeat 0
+
+# ---- item 7: overall is defined, and its parts are reported: case_ms
+# (making the case) and golden_ms (every golden check) beside the rounds
+expect_rc "run --help" 0 run --help
+check "--help defines overall" grep -q "overall: the whole command" "$TMP/out"
+expect_rc "run for case and golden times" 0 run bgemm --rounds 3 --json "$TMP/parts.json"
+check "summary: overall with case and golden" \
+    grep -Eq 'overall [0-9.]+ ms \(case [0-9.]+ ms, golden [0-9.]+ ms\)' "$TMP/out"
+check "JSON: case_ms and golden_ms" python3 - "$TMP/parts.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["case_ms"] > 0 and r["golden_ms"] > 0, r
+walls = sum(x["wall_ms"] for x in r["rounds"])
+assert r["overall_ms"] >= r["case_ms"] + r["golden_ms"] + walls, r
+PY
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,171 @@
+/*
+ * cancel_test.c: hg_runner_cancel.  A cancel stops the run in flight between
+ * tasks (here from a kernel on a device core thread, i.e. another thread, and
+ * from a signal handler) with HG_ECANCELED: nothing copied back, no
+ * generation moved, nothing published, the runner usable.  A cancel made
+ * while no run is in flight stops the next run before it binds; one cancel
+ * stops one run.  Counts kernel calls, never times.
+ */
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "hostgraph.h"
+#include "testlib.h"
+
+enum { N = 256, CHAIN = 16 };
+
+static hg_runner *cancel_target;
+static atomic_uint calls;
+static atomic_uint cancel_at; /* the call that cancels (1-based); 0: none */
+
+/* acc[i] += 1; the cancel_at-th call cancels its runner. */
+static int k_step(const hg_kernel_ctx *ctx)
+{
+    float *acc = ctx->args[0].data;
+    for (size_t i = 0; i < ctx->args[0].shape[0]; i++)
+        acc[i] += 1.0f;
+    if (atomic_fetch_add(&calls, 1) + 1 == atomic_load(&cancel_at))
+        hg_runner_cancel(cancel_target);
+    return 0;
+}
+
+static int k_signal_step(const hg_kernel_ctx *ctx)
+{
+    if (atomic_fetch_add(&calls, 1) + 1 == atomic_load(&cancel_at))
+        raise(SIGUSR1);
+    return 0;
+}
+
+static const hg_kernel K_STEP = {"step", k_step, HG_CORE_VECTOR};
+static const hg_kernel K_SIGNAL = {"signal_step", k_signal_step, HG_CORE_VECTOR};
+
+/* A chain of CHAIN tasks over the one INOUT arg: each depends on the last. */
+static int orch_chain(hg_orch *o, void *user)
+{
+    const hg_arg *acc;
+    hg_orch_arg(o, 0, &acc);
+    for (int i = 0; i < CHAIN; i++) {
+        hg_task_arg ta[1] = {{0, HG_INOUT, acc->tensor}};
+        hg_task_desc d = {user, ta, 1, NULL, 0, NULL, 0};
+        int rc = hg_task_submit(o, &d, NULL);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+typedef struct fixture {
+    hg_device *dev;
+    hg_runner *r;
+    hg_hostbuf *acc;
+    hg_arg arg;
+} fixture;
+
+static int fixture_open(fixture *f, hg_residency res)
+{
+    size_t shape[1] = {N};
+    memset(f, 0, sizeof *f);
+    if (hg_device_open("sim:cores=2", &f->dev, NULL, 0) || hg_runner_open(f->dev, &f->r) ||
+        hg_hostbuf_create(N * sizeof(float), &f->acc))
+        return -1;
+    f->arg = (hg_arg){"acc", HG_INOUT, {0}, 0, res};
+    cancel_target = f->r;
+    atomic_store(&calls, 0);
+    atomic_store(&cancel_at, 0);
+    return hg_tensor_host(&f->arg.tensor, f->acc, HG_F32, 1, shape);
+}
+
+static void fixture_close(fixture *f)
+{
+    hg_runner_close(f->r);
+    hg_hostbuf_destroy(f->acc);
+    hg_device_close(f->dev);
+}
+
+static int run(fixture *f, const hg_kernel *k, hg_run_stats *s)
+{
+    hg_callable c = {"chain", orch_chain, (void *)k};
+    return hg_runner_run(f->r, &c, &f->arg, 1, s);
+}
+
+TEST(cancel_from_another_thread_stops_between_tasks_and_publishes_nothing)
+{
+    for (int res = 0; res < 2; res++) {
+        fixture f;
+        hg_run_stats s;
+        ASSERT_OK(fixture_open(&f, res ? HG_RESIDENT : HG_STAGED));
+        uint64_t gen = hg_hostbuf_generation(f.acc);
+        atomic_store(&cancel_at, 3);
+        ASSERT_EQ(run(&f, &K_STEP, &s), HG_ECANCELED);
+        ASSERT_UEQ(atomic_load(&calls), 3); /* a chain: nothing ran beside the canceling task */
+        ASSERT_UEQ(s.d2h_bytes, 0);         /* nothing copied back */
+        ASSERT_UEQ(hg_hostbuf_generation(f.acc), gen);
+        ASSERT_EQ(((float *)hg_hostbuf_data(f.acc))[0], 0.0f);
+        ASSERT_STR_CONTAINS(hg_runner_errmsg(f.r), "canceled");
+        ASSERT_STR_CONTAINS(hg_strerror(HG_ECANCELED), "cancel");
+        /* The runner is usable, and the cancel was spent on that run. */
+        atomic_store(&calls, 0);
+        atomic_store(&cancel_at, 0);
+        ASSERT_OK(run(&f, &K_STEP, &s));
+        ASSERT_UEQ(atomic_load(&calls), CHAIN);
+        ASSERT_EQ(((float *)hg_hostbuf_data(f.acc))[N - 1], (float)CHAIN);
+        /* Nothing stale was published: a resident run uploads the acc again. */
+        ASSERT_UEQ(s.resident_hits, 0);
+        fixture_close(&f);
+    }
+}
+
+TEST(cancel_between_runs_stops_the_next_run_before_it_binds)
+{
+    fixture f;
+    hg_run_stats s;
+    ASSERT_OK(fixture_open(&f, HG_STAGED));
+    hg_runner_cancel(f.r);
+    ASSERT_EQ(run(&f, &K_STEP, &s), HG_ECANCELED);
+    ASSERT_UEQ(atomic_load(&calls), 0);
+    ASSERT_UEQ(s.h2d_bytes, 0);
+    ASSERT_OK(run(&f, &K_STEP, &s)); /* one cancel, one run */
+    ASSERT_UEQ(atomic_load(&calls), CHAIN);
+    hg_runner_cancel(NULL); /* a no-op */
+    fixture_close(&f);
+}
+
+TEST(a_cancel_withdrawn_stops_nothing)
+{
+    fixture f;
+    ASSERT_OK(fixture_open(&f, HG_STAGED));
+    hg_runner_cancel(f.r);
+    hg_runner_cancel_clear(f.r);
+    ASSERT_OK(run(&f, &K_STEP, NULL));
+    ASSERT_UEQ(atomic_load(&calls), CHAIN);
+    hg_runner_cancel_clear(NULL); /* a no-op */
+    fixture_close(&f);
+}
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    hg_runner_cancel(cancel_target);
+}
+
+TEST(cancel_is_safe_from_a_signal_handler)
+{
+    fixture f;
+    ASSERT_OK(fixture_open(&f, HG_STAGED));
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr1;
+    sigemptyset(&sa.sa_mask);
+    ASSERT_OK(sigaction(SIGUSR1, &sa, &old));
+    atomic_store(&cancel_at, 2);
+    ASSERT_EQ(run(&f, &K_SIGNAL, NULL), HG_ECANCELED);
+    ASSERT_UEQ(atomic_load(&calls), 2);
+    sigaction(SIGUSR1, &old, NULL);
+    fixture_close(&f);
+}
+
+int main(void)
+{
+    return RUN_TESTS();
+}
