@@ -284,7 +284,8 @@ int hg_runner_run(hg_runner *r, const hg_callable *c, const hg_arg *args, uint32
     }
     if (rc == 0) {
         t = timer_start(r, "execute");
-        rc = exec_run_cancelable(r->dev, &r->graph, r->trace, (uint32_t)r->runs, &r->cancel, &r->err);
+        rc = exec_run_cancelable(r->dev, &r->graph, r->trace, (uint32_t)r->runs, &r->cancel,
+                                 &r->err);
         timer_stop(t, "execute", &s.exec_ns);
     }
     if (rc == 0)
