@@ -50,4 +50,3 @@ void scene_cancel_attach(scene_cancel *c, hg_runner *r)
         hg_runner_cancel(r);
     pthread_mutex_unlock(&c->lock);
 }
-
