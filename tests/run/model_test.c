@@ -426,7 +426,7 @@ static const char *run_both(model *m, snapshot *before)
 {
     hg_arg sub[MAX_RUN_ARGS], ora[MAX_RUN_ARGS];
     task_cut tc;
-    int r = pick(m, 8) == 0;                          /* mostly runner 0, so copies get reused */
+    int r = pick(m, 16) == 0;                         /* mostly runner 0, so copies get reused */
     uint32_t n = make_args(m, sub, ora, &tc, r == 0); /* the view is device 0's */
     bool faulted = pick(m, 10) == 0;
     if (faulted)
