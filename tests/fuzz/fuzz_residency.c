@@ -13,7 +13,8 @@
  *   - runs of one task over 1-4 args of random extents, directions and
  *     residency, sometimes a device view, sometimes an injected fault, and
  *     sometimes a host write through the API made during orchestration;
- *     a run may repeat a runner's last run exactly;
+ *     a run may repeat a runner's last run (the same args; its tasks then
+ *     touch every byte of them, or the same pieces);
  *   - buffers destroyed and re-wrapped over the same memory (a new id), or
  *     created anew; budgets, verify mode, runners closed and reopened.
  * The oracle keeps every host byte a buffer must hold and its generation.
@@ -408,19 +409,23 @@ static void op_run(fz_world *w)
 static void op_repeat(fz_world *w)
 {
     uint32_t r = fz_below(&w->in, NRUNNER);
+    bool whole = fz_u8(&w->in) & 1;
     fz_runner *fr = &w->run[r];
     if (!fr->last_valid)
         return;
     fz_run run = fr->last;
     run.iw_slot = -1;
-    for (uint32_t k = 0; k < run.n; k++) /* the buffers may have been re-registered */
-        if (run.slot[k] >= 0) {
+    for (uint32_t k = 0; k < run.n; k++) {
+        if (whole) /* the same args, every byte read: a stale copy shows */
+            run.cut[k] = (hg_range){0, run.len[k]};
+        if (run.slot[k] >= 0) { /* the buffers may have been re-registered */
             fz_buf *b = &w->buf[run.slot[k]];
             if (run.lo[k] + run.len[k] > b->size ||
                 (is_written(run.args[k].dir) && !may_declare(w, run.slot[k])))
                 return;
             run.args[k].tensor.host = b->hb;
         }
+    }
     do_run(w, r, &run, true);
 }
 

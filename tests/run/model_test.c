@@ -426,7 +426,7 @@ static const char *run_both(model *m, snapshot *before)
 {
     hg_arg sub[MAX_RUN_ARGS], ora[MAX_RUN_ARGS];
     task_cut tc;
-    int r = pick(m, 8) == 0;                          /* mostly runner 0, so copies get reused */
+    int r = pick(m, 16) == 0;                         /* mostly runner 0, so copies get reused */
     uint32_t n = make_args(m, sub, ora, &tc, r == 0); /* the view is device 0's */
     bool faulted = pick(m, 10) == 0;
     if (faulted)
@@ -450,7 +450,10 @@ static const char *stale_probe(model *m, snapshot *before)
     hg_tensor_host(&ora.tensor, m->oracle.buf[i], HG_U8, 1, &size);
     task_cut tc = {{{0, size}}};
     set_verify(m, true);
+    uint64_t stale = m->stale;
     const char *bad = run_given(m, 0, &sub, &ora, 1, &tc, false, before);
+    if (bad == NULL && m->stale > stale) /* an earlier write behind the API, declared now */
+        bad = run_given(m, 0, &sub, &ora, 1, &tc, false, before);
     if (bad != NULL)
         return bad;
     size_t lo = pick(m, (uint32_t)size), len = 1 + pick(m, (uint32_t)(size - lo));
@@ -466,7 +469,7 @@ static const char *stale_probe(model *m, snapshot *before)
         hg_hostbuf_write(m->subject.buf[i], at, &v, 1);
         hg_hostbuf_write(m->oracle.buf[i], at, &v, 1);
     }
-    uint64_t stale = m->stale;
+    stale = m->stale;
     if ((bad = run_given(m, 0, &sub, &ora, 1, &tc, false, before)) != NULL)
         return bad;
     return m->stale > stale || declared_too ? NULL : "verify mode missed a write behind the API";
