@@ -59,6 +59,11 @@ int device_spec_fail(const char *spec, char *errbuf, size_t errlen, const char *
     va_end(ap);
     snprintf(errbuf, errlen, "device spec '%.*s': %s", DEVICE_SPEC_MAX, spec ? spec : "(null)",
              msg);
+    /* One line, as the header promises, whatever the spec held: a control
+     * character (a newline in a spec read from a file) shows as '?'. */
+    for (char *c = errbuf; *c != '\0'; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
     return HG_EINVAL;
 }
 

@@ -301,8 +301,8 @@ static int plan_arg(stage_plan *p, uint32_t i, size_t *total, hg_err *e)
             return err_set(e, rc, "arg '%s': cannot plan its copy back: %s", sa->name,
                            hg_strerror(rc));
     }
-    hg_range *spans = p->spans + sa->back_first;
-    sa->back_n = (uint32_t)ranges_merge(spans, p->nspans - sa->back_first);
+    if (p->nspans > sa->back_first) /* no span list yet when nothing was written */
+        sa->back_n = (uint32_t)ranges_merge(p->spans + sa->back_first, p->nspans - sa->back_first);
     p->nspans = sa->back_first + sa->back_n;
     size_t fetched = 0;
     for (uint32_t k = sa->back_first; k < p->nspans; k++) {

@@ -89,6 +89,15 @@ TEST(capacity_beyond_host_memory_opens)
     hg_device_close(dev);
 }
 
+TEST(spec_errors_are_one_line_whatever_the_spec_holds)
+{
+    hg_device *dev = NULL;
+    char err[256];
+    ASSERT_EQ(hg_device_open("sim:cores=2\nmem=\t1", &dev, err, sizeof err), HG_EINVAL);
+    ASSERT(strchr(err, '\n') == NULL && strchr(err, '\t') == NULL);
+    ASSERT_STR_CONTAINS(err, "device spec 'sim:cores=2?mem=?1'");
+}
+
 TEST(spec_errors_name_key_and_value)
 {
     static const struct {
