@@ -102,8 +102,11 @@ typedef struct hg_scene_opts {
  * lines ("hostgraph: round 2: arg 'a': ..."), newline-separated, truncated
  * to errlen.  Nothing is printed unless o->print. */
 int hg_scene_run(const hg_scene_opts *o, char *errbuf, size_t errlen);
-/* Runs a scene once per residency mode, as `hostgraph compare` does; the
- * JSON report holds every mode's report.  Returns as hg_scene_run. */
+/* Runs a scene's rounds o->repeat times per residency mode, interleaved on
+ * fresh devices, as `hostgraph compare` does (o->rounds below 2 is
+ * HG_SCENE_USAGE); the JSON report holds every mode's first report with the
+ * spread of its later-rounds averages and its verdict against off.  Returns
+ * as hg_scene_run. */
 int hg_scene_compare(const hg_scene_opts *o, char *errbuf, size_t errlen);
 
 /* ------------------------------------------------------------------- cases */

@@ -145,9 +145,11 @@ def run_scene(scene: str, *, rounds: int = 1, residency: str = "off", params: Pa
 def compare_scene(scene: str, *, rounds: int = 5, params: Params = None, device: Optional[str] = None,
                   verify: bool = False, skip_golden: bool = False, svg: Optional[str] = None,
                   print_table: bool = False) -> Dict[str, Any]:
-    """Runs a scene once per residency mode as ``hostgraph compare`` does; returns
-    its JSON report: ``{"scene", "device", "params", "modes": {"off": REPORT, ...}}``.
-    Raises as :func:`run_scene`."""
+    """Runs a scene's rounds (at least 2) three times per residency mode, interleaved,
+    as ``hostgraph compare`` does; returns its JSON report: ``{"scene", "device",
+    "params", "repeat", "modes": {"off": REPORT, ...}}``, each REPORT with
+    ``later_avg_ms_median``, ``_min``, ``_max`` and ``verdict``.  Raises as
+    :func:`run_scene`; Ctrl-C raises KeyboardInterrupt after the round in flight."""
     return _run(True, scene, rounds, None, params, device, verify, skip_golden, None, svg,
                 print_table)
 
