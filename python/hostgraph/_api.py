@@ -3,6 +3,7 @@
 from .buffers import HostBuffer, Tensor
 from .dtypes import CODES as DTYPES
 from .errors import (
+    CanceledError,
     CopyError,
     DeviceMemoryError,
     Error,
@@ -41,7 +42,7 @@ from .runtime import (
 from .scenes import ParamInfo, SceneCase, SceneInfo, compare_scene, run_scene, scenes
 
 __all__ = [
-    "Arg", "Callable", "CopyError", "DTYPES", "Device", "DeviceBuffer", "DeviceMemoryError", "Dir",
+    "Arg", "Callable", "CanceledError", "CopyError", "DTYPES", "Device", "DeviceBuffer", "DeviceMemoryError", "Dir",
     "Error", "FileError", "GoldenError", "HostBuffer", "HostMemoryError", "IN", "INOUT",
     "InvalidArgument", "KernelError", "LimitError", "NoHostViewError", "NotFoundError", "OUT",
     "ParamInfo", "RangeError", "RunStats", "Runner", "SCALAR", "SceneCase", "SceneError",

@@ -74,3 +74,10 @@ def test_a_long_run_raises_keyboard_interrupt_and_the_runner_stays_usable():
         ok, why = small.check()
         assert ok, why
         runner.run(small.callable, small.args)
+
+
+def test_canceled_error_is_exported():
+    import hostgraph
+
+    assert issubclass(hostgraph.CanceledError, hostgraph.Error)
+    assert "CanceledError" in hostgraph.__all__
