@@ -8,35 +8,7 @@
 # usage: cli_test.sh PATH/TO/hostgraph
 set -u
 
-HG=${1:?usage: cli_test.sh PATH/TO/hostgraph}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-passed=0
-failed=0
-
-ok() { passed=$((passed + 1)); echo "ok   $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL $1"; }
-
-# expect_rc NAME RC ARGS...: runs hostgraph ARGS, wants exit code RC.
-# stdout and stderr land in $TMP/out and $TMP/err for later checks.
-expect_rc() {
-    local name=$1 want=$2
-    shift 2
-    "$HG" "$@" >"$TMP/out" 2>"$TMP/err"
-    local got=$?
-    if [ "$got" -eq "$want" ]; then
-        ok "$name"
-    else
-        bad "$name (exit $got, wanted $want; stderr: $(head -c 300 "$TMP/err"))"
-    fi
-}
-
-# check NAME COMMAND...: passes if the command succeeds.
-check() {
-    local name=$1
-    shift
-    if "$@"; then ok "$name"; else bad "$name"; fi
-}
+. "$(dirname "$0")/lib.sh" "$@"
 
 # ---- help, version, list
 expect_rc "--version exits 0" 0 --version
@@ -261,5 +233,4 @@ assert isinstance(r["later_avg_ms"], (int, float))
 EOF
 done
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -7,34 +7,7 @@
 # usage: files_test.sh PATH/TO/hostgraph
 set -u
 
-HG=${1:?usage: files_test.sh PATH/TO/hostgraph}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-passed=0
-failed=0
-
-ok() { passed=$((passed + 1)); echo "ok   $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL $1"; }
-
-# expect_rc NAME RC ARGS...: runs hostgraph ARGS, wants exit code RC;
-# stdout and stderr land in $TMP/out and $TMP/err.
-expect_rc() {
-    local name=$1 want=$2
-    shift 2
-    "$HG" "$@" >"$TMP/out" 2>"$TMP/err"
-    local got=$?
-    if [ "$got" -eq "$want" ]; then
-        ok "$name"
-    else
-        bad "$name (exit $got, wanted $want; stderr: $(head -c 300 "$TMP/err"))"
-    fi
-}
-
-check() {
-    local name=$1
-    shift
-    if "$@"; then ok "$name"; else bad "$name"; fi
-}
+. "$(dirname "$0")/lib.sh" "$@"
 
 # no_temp DIR: no temporary file was left behind in DIR.
 no_temp() { [ -z "$(find "$1" -maxdepth 1 -name '.*.tmp' -print -quit)" ]; }
@@ -183,5 +156,4 @@ check "compare SIGINT: the JSON says interrupted" python3 -c '
 import json, sys; r = json.load(open(sys.argv[1])); assert r["interrupted"] is True, r' \
     "$TMP/int.json"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

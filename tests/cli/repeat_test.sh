@@ -10,32 +10,7 @@
 # usage: repeat_test.sh PATH/TO/hostgraph
 set -u
 
-HG=${1:?usage: repeat_test.sh PATH/TO/hostgraph}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-passed=0
-failed=0
-
-ok() { passed=$((passed + 1)); echo "ok   $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL $1"; }
-
-expect_rc() {
-    local name=$1 want=$2
-    shift 2
-    "$HG" "$@" >"$TMP/out" 2>"$TMP/err"
-    local got=$?
-    if [ "$got" -eq "$want" ]; then
-        ok "$name"
-    else
-        bad "$name (exit $got, wanted $want; stderr: $(head -c 300 "$TMP/err"))"
-    fi
-}
-
-check() {
-    local name=$1
-    shift
-    if "$@"; then ok "$name"; else bad "$name"; fi
-}
+. "$(dirname "$0")/lib.sh" "$@"
 
 expect_rc "compare --rounds 1 is refused" 2 compare vector_add --rounds 1
 check "compare --rounds 1: says why" grep -q "at least 2" "$TMP/err"
@@ -90,5 +65,4 @@ walls = sum(x["wall_ms"] for x in r["rounds"])
 assert r["overall_ms"] >= r["case_ms"] + r["golden_ms"] + walls, r
 PY
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -9,32 +9,7 @@
 # usage: usage_test.sh PATH/TO/hostgraph
 set -u
 
-HG=${1:?usage: usage_test.sh PATH/TO/hostgraph}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-passed=0
-failed=0
-
-ok() { passed=$((passed + 1)); echo "ok   $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL $1"; }
-
-expect_rc() {
-    local name=$1 want=$2
-    shift 2
-    "$HG" "$@" >"$TMP/out" 2>"$TMP/err"
-    local got=$?
-    if [ "$got" -eq "$want" ]; then
-        ok "$name"
-    else
-        bad "$name (exit $got, wanted $want; stderr: $(head -c 300 "$TMP/err"))"
-    fi
-}
-
-check() {
-    local name=$1
-    shift
-    if "$@"; then ok "$name"; else bad "$name"; fi
-}
+. "$(dirname "$0")/lib.sh" "$@"
 
 # ---- a usage error is its line and a pointer to --help, not the whole usage
 expect_rc "unknown flag exits 2" 2 run vector_add --fast
@@ -131,5 +106,4 @@ check "compare JSON: schema and host at the top" python3 -c '
 import json, sys; r = json.load(open(sys.argv[1])); assert r["schema"] == 1 and r["host"]["cores"] > 0' \
     "$TMP/cprov.json"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish
