@@ -10,20 +10,8 @@
 # usage: readme_test.sh PATH/TO/hostgraph
 set -u
 
-HG=${1:?usage: readme_test.sh PATH/TO/hostgraph}
+. "$(dirname "$0")/lib.sh" "$@"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-passed=0
-failed=0
-
-ok() { passed=$((passed + 1)); echo "ok   $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL $1"; }
-check() {
-    local name=$1
-    shift
-    if "$@"; then ok "$name"; else bad "$name"; fi
-}
 
 mkdir "$TMP/bin"
 ln -s "$(cd "$(dirname "$HG")" && pwd)/$(basename "$HG")" "$TMP/bin/hostgraph"
@@ -63,5 +51,4 @@ for buf in re.findall(r"(\w+)\.mark_written\(\)", snippet):
     assert re.search(r'hg\.Arg\("%s", hg\.IN, %s\.tensor\(\), resident=True\)' % (name, buf), snippet), name
 PY
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish
