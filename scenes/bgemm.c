@@ -70,8 +70,8 @@ static int add_kernel(const hg_kernel_ctx *ctx)
     return 0;
 }
 
-static const hg_kernel gemm = {"gemm", gemm_kernel, HG_CORE_CUBE};
-static const hg_kernel add = {"add", add_kernel, HG_CORE_VECTOR};
+static const hg_kernel gemm = {"gemm", gemm_kernel, HG_CORE_CUBE, NULL, NULL};
+static const hg_kernel add = {"add", add_kernel, HG_CORE_VECTOR, NULL, NULL};
 
 /* The grid the config describes, in elements and tiles. */
 typedef struct bgemm_grid {

@@ -56,7 +56,7 @@ static int k_model(const hg_kernel_ctx *ctx)
     }
     return 0;
 }
-static const hg_kernel K_MODEL = {"model", k_model, HG_CORE_VECTOR};
+static const hg_kernel K_MODEL = {"model", k_model, HG_CORE_VECTOR, NULL, NULL};
 
 /* The sub-range [cut[i].lo, cut[i].hi) of arg i (element offsets within its
  * view) that the task touches: all of it for IN args. */
