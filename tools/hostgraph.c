@@ -13,10 +13,12 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "device/device.h"
 #include "scene/scene.h"
 
 static const char usage_text[] =
     "usage: hostgraph list\n"
+    "       hostgraph devices\n"
     "       hostgraph run SCENE [--rounds N] [--residency off|pin|in|all] [--verify]\n"
     "                 [--skip-golden] [--param KEY=VALUE]... [--device SPEC] [--json FILE]\n"
     "                 [--trace FILE] [--quiet]\n"
@@ -259,6 +261,12 @@ int main(int argc, char **argv)
         if (argc > 2)
             return usage_error("list takes no arguments (got '%s')", argv[2]);
         return cmd_list();
+    }
+    if (strcmp(cmd, "devices") == 0) {
+        if (argc > 2)
+            return usage_error("devices takes no arguments (got '%s')", argv[2]);
+        device_list(stdout);
+        return 0;
     }
     if (strcmp(cmd, "run") == 0 || strcmp(cmd, "compare") == 0)
         return cmd_run(argc, argv, start_ns, strcmp(cmd, "compare") == 0);
