@@ -1,7 +1,8 @@
 /*
  * backends_test.c: a run gives the same host results on every backend
  * (test_device.h's list; opencl skipped with "skipped: no OpenCL platform"
- * where there is none), in every residency mode, and every allocation and
+ * where there is none), in every residency mode (vector_add and bgemm, the
+ * scenes with an OpenCL slot so far), and every allocation and
  * copy of a run can fail cleanly on each (fault_test's sweep, on a
  * vector_add case: ragged tiles, an OUT arg copied back).
  */
@@ -38,9 +39,15 @@ static int run_case(hg_runner *r, hg_scene_case *c, hg_residency res)
     return hg_runner_run(r, hg_scene_case_callable(c), args, n, NULL);
 }
 
-TEST(vector_add_passes_golden_on_every_backend_and_mode)
+TEST(scenes_pass_golden_on_every_backend_and_mode)
 {
     static const char *const modes[] = {"off", "pin", "in", "all"};
+    static const char *const bgemm_params[] = {"grid=2", "tile=24", "grid_k=3"};
+    static const struct {
+        const char *scene;
+        const char *const *params;
+        uint32_t nparams;
+    } scenes[] = {{"vector_add", case_params, 2}, {"bgemm", bgemm_params, 3}};
     for (size_t b = 0; b < TEST_NBACKENDS; b++) {
         bool skipped;
         hg_device *probe = test_backend_open(test_backends[b], NULL, &skipped);
@@ -48,10 +55,11 @@ TEST(vector_add_passes_golden_on_every_backend_and_mode)
             continue;
         ASSERT(probe != NULL);
         hg_device_close(probe);
-        for (size_t m = 0; m < 4; m++) {
-            hg_scene_opts o = {.scene = "vector_add",
-                               .params = case_params,
-                               .nparams = 2,
+        for (size_t i = 0; i < 2 * 4; i++) {
+            size_t m = i % 4, sc = i / 4;
+            hg_scene_opts o = {.scene = scenes[sc].scene,
+                               .params = scenes[sc].params,
+                               .nparams = scenes[sc].nparams,
                                .rounds = 3,
                                .residency = modes[m],
                                .verify = true,
@@ -59,9 +67,27 @@ TEST(vector_add_passes_golden_on_every_backend_and_mode)
             char msg[512] = "";
             int rc = hg_scene_run(&o, msg, sizeof msg);
             if (rc != HG_SCENE_OK)
-                TEST_FAIL_("%s --residency %s: exit %d: %s", test_backends[b], modes[m], rc, msg);
+                TEST_FAIL_("%s on %s --residency %s: exit %d: %s", scenes[sc].scene,
+                           test_backends[b], modes[m], rc, msg);
         }
     }
+}
+
+/* A scene whose kernels have no OpenCL slot yet fails its first round on
+ * opencl naming the kernel and the device, not with a crash or wrong bytes. */
+TEST(a_scene_without_opencl_kernels_says_so_on_opencl)
+{
+    bool skipped;
+    hg_device *probe = test_backend_open("opencl", NULL, &skipped);
+    if (skipped)
+        return;
+    ASSERT(probe != NULL);
+    hg_device_close(probe);
+    hg_scene_opts o = {.scene = "paged_attention", .device = "opencl"};
+    char msg[512] = "";
+    ASSERT_EQ(hg_scene_run(&o, msg, sizeof msg), HG_SCENE_RUNTIME);
+    ASSERT_STR_CONTAINS(msg, "has no OpenCL slot");
+    ASSERT_STR_CONTAINS(msg, "opencl:platform=0,device=0");
 }
 
 /* Round after round, staged and resident, the host bytes of c are the same
