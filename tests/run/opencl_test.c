@@ -8,6 +8,7 @@
  * out of a run's stats.  Skipped with "skipped: no OpenCL platform" where
  * there is none.
  */
+#include <pthread.h>
 #include <string.h>
 
 #include "device/device.h"
@@ -210,6 +211,76 @@ TEST(a_build_error_reports_the_compiler_log)
     ASSERT_STR_CONTAINS(hg_runner_errmsg(f.r), "'nonesuch'");
     ASSERT_STR_CONTAINS(hg_runner_errmsg(f.r), "CL_INVALID_KERNEL_NAME");
     fixture_close(&f);
+}
+
+/* A task whose args do not match its entry point's parameters fails the
+ * run naming the task and the kernel, in the API's words. */
+TEST(opencl_arg_mismatch_names_the_task)
+{
+    NEED_OPENCL();
+    fixture f;
+    ASSERT(fixture_open(&f, "opencl"));
+    plan p = {.ntasks = 1};
+    p.kernel[0] =
+        (hg_kernel){"no_params", NULL, HG_CORE_VECTOR, "__kernel void k(HG_STATUS_ARGS) {}", "k"};
+    ASSERT_EQ(run(&f, &p, NULL), HG_EINVAL);
+    ASSERT_STR_CONTAINS(hg_runner_errmsg(f.r), "task 0 (kernel 'no_params')");
+    ASSERT_STR_CONTAINS(hg_runner_errmsg(f.r), "CL_INVALID_ARG_INDEX");
+    p.kernel[0] = (hg_kernel){"inc", NULL, HG_CORE_VECTOR, inc_cl, "inc"};
+    ASSERT_OK(run(&f, &p, NULL)); /* the device is still usable */
+    fixture_close(&f);
+}
+
+/* Two runners in two threads share one OpenCL device: their runs take
+ * turns (a cl_kernel's args belong to the object), their copies and
+ * allocations interleave, and each gets its own exact result. */
+typedef struct sharer {
+    hg_device *dev;
+    int rc, value;
+} sharer;
+
+static void *share_main(void *arg)
+{
+    sharer *sh = arg;
+    fixture f = {.dev = sh->dev};
+    size_t shape = N;
+    sh->rc = hg_runner_open(sh->dev, &f.r);
+    if (sh->rc == 0)
+        sh->rc = hg_hostbuf_create(N * sizeof(int), &f.hb);
+    f.arg = (hg_arg){.name = "x", .dir = HG_INOUT};
+    if (sh->rc == 0)
+        sh->rc = hg_tensor_host(&f.arg.tensor, f.hb, HG_I32, 1, &shape);
+    plan p = {.ntasks = 2};
+    p.kernel[0] = p.kernel[1] = (hg_kernel){"inc", NULL, HG_CORE_VECTOR, inc_cl, "inc"};
+    for (int i = 0; i < 20 && sh->rc == 0; i++)
+        sh->rc = run(&f, &p, NULL);
+    sh->value = sh->rc == 0 ? ((const int *)hg_hostbuf_data(f.hb))[1] : -1;
+    hg_runner_close(f.r);
+    hg_hostbuf_destroy(f.hb);
+    return NULL;
+}
+
+TEST(opencl_runners_in_two_threads_share_a_device)
+{
+    NEED_OPENCL();
+    bool skipped;
+    hg_device *dev = test_backend_open("opencl", NULL, &skipped);
+    ASSERT(dev != NULL);
+    sharer sh[2] = {{.dev = dev}, {.dev = dev}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        ASSERT_OK(pthread_create(&th[i], NULL, share_main, &sh[i]));
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < 2; i++) {
+        ASSERT_OK(sh[i].rc);
+        ASSERT_EQ(sh[i].value, 20 * 3); /* (1 + 2) per run */
+    }
+    ASSERT_UEQ(device_debug_program_builds(dev), 1);
+    hg_device_counters c;
+    hg_device_counters_get(dev, &c);
+    ASSERT_UEQ(c.live_bytes, 0);
+    hg_device_close(dev);
 }
 
 int main(void)
