@@ -283,6 +283,86 @@ TEST(opencl_runners_in_two_threads_share_a_device)
     hg_device_close(dev);
 }
 
+/* The convention's corners, as hostgraph.h promises them: bf16 arrives as
+ * ushort and the preamble's helpers round as hg_f32_to_bf16 does; a task
+ * that writes nothing runs as one work item; a task whose first written
+ * arg is empty is not launched; an empty view arrives as a NULL buffer. */
+static const char corners_cl[] =
+    "__kernel void to_bf16(HG_STATUS_ARGS, HG_TENSOR(ushort, h), HG_TENSOR(float, f))\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    HG_PTR(h)[i] = hg_f32_to_bf16(HG_PTR(f)[i]);\n"
+    "}\n"
+    "__kernel void check(HG_STATUS_ARGS, HG_TENSOR(ushort, h), HG_TENSOR(float, e))\n"
+    "{\n"
+    "    if (get_global_size(0) != 1) { HG_FAIL(9); return; }\n"
+    "    if (e != 0) { HG_FAIL(5); return; }\n"
+    "    for (ulong i = 0; i < h_v.shape[0]; i++) {\n"
+    "        float back = hg_bf16_to_f32(HG_PTR(h)[i]);\n"
+    "        if (hg_f32_to_bf16(back) != HG_PTR(h)[i] && back == back) { HG_FAIL(8); return; }\n"
+    "    }\n"
+    "}\n"
+    "__kernel void never(HG_STATUS_ARGS, HG_TENSOR(float, e))\n"
+    "{\n"
+    "    HG_FAIL(6);\n"
+    "}\n";
+
+#define NC 8
+
+static int corners_orch(hg_orch *o, void *user)
+{
+    static const hg_kernel to_bf16 = {"to_bf16", NULL, HG_CORE_VECTOR, corners_cl, "to_bf16"};
+    static const hg_kernel check = {"check", NULL, HG_CORE_VECTOR, corners_cl, "check"};
+    static const hg_kernel never = {"never", NULL, HG_CORE_VECTOR, corners_cl, "never"};
+    const hg_arg *f, *h;
+    int rc = hg_orch_arg(o, 0, &f);
+    if (rc == 0)
+        rc = hg_orch_arg(o, 1, &h);
+    hg_task_arg empty = {.arg = 0, .access = HG_OUT, .view = f->tensor};
+    empty.view.shape[0] = 0;
+    hg_task_arg conv[2] = {{1, HG_OUT, h->tensor}, {0, HG_IN, f->tensor}};
+    hg_task_arg chk[2] = {{1, HG_IN, h->tensor}, empty};
+    chk[1].access = HG_IN;
+    hg_task_desc d[3] = {{.kernel = &to_bf16, .args = conv, .nargs = 2},
+                         {.kernel = &check, .args = chk, .nargs = 2},
+                         {.kernel = &never, .args = &empty, .nargs = 1}};
+    for (int t = 0; t < 3 && rc == 0; t++)
+        rc = hg_task_submit(o, &d[t], NULL);
+    return rc;
+}
+
+TEST(opencl_convention_corners_bf16_single_item_empty_views)
+{
+    NEED_OPENCL();
+    bool skipped;
+    hg_device *dev = test_backend_open("opencl", NULL, &skipped);
+    hg_runner *r;
+    hg_hostbuf *fb, *hb;
+    ASSERT(dev != NULL);
+    ASSERT_OK(hg_runner_open(dev, &r));
+    ASSERT_OK(hg_hostbuf_create(NC * sizeof(float), &fb));
+    ASSERT_OK(hg_hostbuf_create(NC * sizeof(uint16_t), &hb));
+    /* Ties to even both ways, a NaN, a value that rounds up, infinity. */
+    const float in[NC] = {1.0f,      1.00390625f, 1.01171875f, 0.0f / 0.0f,
+                          -3.14159f, 1e30f,       1.0f / 0.0f, -0.0f};
+    ASSERT_OK(hg_hostbuf_write(fb, 0, in, sizeof in));
+    size_t n = NC;
+    hg_arg args[2] = {{.name = "f", .dir = HG_INOUT}, {.name = "h", .dir = HG_OUT}};
+    ASSERT_OK(hg_tensor_host(&args[0].tensor, fb, HG_F32, 1, &n));
+    ASSERT_OK(hg_tensor_host(&args[1].tensor, hb, HG_BF16, 1, &n));
+    hg_callable c = {"corners", corners_orch, NULL};
+    int rc = hg_runner_run(r, &c, args, 2, NULL);
+    if (rc != 0)
+        TEST_FAIL_("run: %s", hg_runner_errmsg(r));
+    const uint16_t *h = hg_hostbuf_data(hb);
+    for (int i = 0; i < NC; i++)
+        ASSERT_UEQ(h[i], hg_f32_to_bf16(in[i]));
+    hg_runner_close(r);
+    hg_hostbuf_destroy(fb);
+    hg_hostbuf_destroy(hb);
+    hg_device_close(dev);
+}
+
 int main(void)
 {
     return RUN_TESTS();
