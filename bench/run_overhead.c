@@ -26,7 +26,7 @@ static int empty_kernel(const hg_kernel_ctx *ctx)
     return 0;
 }
 
-static const hg_kernel k_empty = {"empty", empty_kernel, HG_CORE_VECTOR};
+static const hg_kernel k_empty = {"empty", empty_kernel, HG_CORE_VECTOR, NULL, NULL};
 
 static int orchestrate(hg_orch *o, void *user)
 {

@@ -29,7 +29,7 @@ static int k_touch(const hg_kernel_ctx *ctx)
     (void)ctx;
     return 0;
 }
-static const hg_kernel K_TOUCH = {"touch", k_touch, HG_CORE_VECTOR};
+static const hg_kernel K_TOUCH = {"touch", k_touch, HG_CORE_VECTOR, NULL, NULL};
 
 /* One task that accesses arg 0 as declared and writes nothing. */
 static int orch_one(hg_orch *o, void *user)

@@ -42,8 +42,8 @@ static int empty_kernel(const hg_kernel_ctx *ctx)
     return 0;
 }
 
-static const hg_kernel k_cube = {"empty_cube", empty_kernel, HG_CORE_CUBE};
-static const hg_kernel k_vector = {"empty_vector", empty_kernel, HG_CORE_VECTOR};
+static const hg_kernel k_cube = {"empty_cube", empty_kernel, HG_CORE_CUBE, NULL, NULL};
+static const hg_kernel k_vector = {"empty_vector", empty_kernel, HG_CORE_VECTOR, NULL, NULL};
 
 typedef struct bench {
     hg_device *dev;

@@ -71,8 +71,8 @@ static int accumulate(const hg_kernel_ctx *ctx)
     return 0;
 }
 
-static const hg_kernel gemv_kernel = {"gemv_tile", gemv_tile, HG_CORE_CUBE};
-static const hg_kernel acc_kernel = {"accumulate", accumulate, HG_CORE_VECTOR};
+static const hg_kernel gemv_kernel = {"gemv_tile", gemv_tile, HG_CORE_CUBE, NULL, NULL};
+static const hg_kernel acc_kernel = {"accumulate", accumulate, HG_CORE_VECTOR, NULL, NULL};
 
 /* Finds the args by name (their indices into idx); checks kinds and shapes. */
 static int find_args(hg_orch *o, uint32_t *idx, const hg_arg **a)

@@ -200,6 +200,14 @@ typedef enum hg_core_type { HG_CORE_CUBE = 0, HG_CORE_VECTOR = 1, HG_CORE_ANY = 
  *   link_gbps=G                cap each copy at G GB/s (a PCIe-like link model)
  *   fail_alloc=K, fail_copy=K  fail the K-th allocation / copy (fault injection),
  *                              K >= 1
+ *   "opencl"                   the first OpenCL device (platform 0, device 0)
+ *   "opencl:platform=P,device=D"
+ * OpenCL keys: mem= (capped by the device's global memory, which is also the
+ * default), fail_alloc=, fail_copy=.  No single allocation may exceed the
+ * device's CL_DEVICE_MAX_MEM_ALLOC_SIZE (HG_EDEVMEM).  OpenCL is loaded at
+ * open (libOpenCL.so.1, with dlopen): a machine without it gets HG_EUNSUPPORTED
+ * and a message naming the library.  OpenCL device memory has no host
+ * pointer; kernels run from their OpenCL slot (hg_kernel).
  * Whole numbers are decimal without a leading zero ("cores=04" is refused, not
  * read as 4).  On error returns HG_EINVAL and, if errbuf is not NULL, writes a
  * one-line message naming the bad key or value.
@@ -383,15 +391,52 @@ typedef struct hg_kernel_ctx {
 /* Returns 0, or non-zero to fail the run with HG_EKERNEL. */
 typedef int (*hg_kernel_fn)(const hg_kernel_ctx *ctx);
 
-/* A kernel record.  The record and its name need live only until the
+/* A kernel record: one implementation per kind of device, as a StarPU
+ * codelet has.  `fn` is the host function the sim's cores run; cl_source
+ * and cl_entry are the OpenCL slot (OpenCL C 1.2 program text and the
+ * __kernel's name; NULL: none).  A task whose kernel has no slot for the
+ * runner's device fails at submit with HG_EUNSUPPORTED naming the kernel and
+ * the device (a record with no slot at all is HG_EINVAL).
+ *
+ * The record, its name and its source need live only until the
  * hg_task_submit that passes it returns: the run copies the function, the
  * core type and the name (interned: one copy per distinct name for as long
  * as the runner lives, so a million tasks of one kernel store it once), and
- * a trace keeps its own copy of every name it writes. */
+ * a trace keeps its own copy of every name it writes.  An OpenCL device
+ * builds each distinct source text once (it copies the text, keyed by its
+ * content) and keeps the program until the device closes: no later run
+ * compiles anything.  A source that does not build fails the submit with
+ * HG_EINVAL and the compiler log's first lines.
+ *
+ * The OpenCL calling convention.  The runtime builds every program with a
+ * preamble that defines the macros below, and calls the entry point as
+ *
+ *     __kernel void k(HG_STATUS_ARGS, HG_TENSOR(float, a), ..., ulong s0, ...)
+ *
+ *   - HG_STATUS_ARGS: the run's status words and this task's number.  A
+ *     kernel fails the run with HG_EKERNEL (naming the task, as the sim's
+ *     non-zero return does) by HG_FAIL(code) with code != 0.  Tasks run in
+ *     submission order on one in-order queue; after a failure the later
+ *     tasks still run, but the run fails and publishes nothing.
+ *   - HG_TENSOR(T, x), one per task arg in order: `__global T *x` (the
+ *     allocation holding the view) and `hg_view x_v` by value: x_v.offset
+ *     (elements from x to the view's first element; HG_PTR(x) is that
+ *     pointer), x_v.ndims, x_v.shape[5], x_v.strides[5] (elements, ulong).
+ *     An empty view comes as a NULL buffer.  T is the element type; f16 and
+ *     bf16 come as ushort (hg_bf16_to_f32 and hg_f32_to_bf16 convert).
+ *   - then each scalar as `ulong`, its 64 raw bits (as_double(s) for a
+ *     double written with hg_scalar_f64).
+ *   - the work size: one work item per element of the task's first written
+ *     arg (get_global_id(0) is the element's row-major index), one work item
+ *     when the task writes nothing, no launch when that arg is empty.
+ * The status words and any launch data are the runtime's own: they are not
+ * counted in a run's copies and are allocated once per device, not per run. */
 typedef struct hg_kernel {
     const char *name; /* shown in traces and errors; NULL shows as "(unnamed)" */
     hg_kernel_fn fn;
-    hg_core_type core; /* HG_CORE_CUBE or HG_CORE_VECTOR */
+    hg_core_type core;     /* HG_CORE_CUBE or HG_CORE_VECTOR */
+    const char *cl_source; /* OpenCL slot: program text (NULL: none) */
+    const char *cl_entry;  /* OpenCL slot: the __kernel's name */
 } hg_kernel;
 
 /* ------------------------------------------------------------ orchestration */

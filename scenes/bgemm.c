@@ -70,8 +70,40 @@ static int add_kernel(const hg_kernel_ctx *ctx)
     return 0;
 }
 
-static const hg_kernel gemm = {"gemm", gemm_kernel, HG_CORE_CUBE};
-static const hg_kernel add = {"add", add_kernel, HG_CORE_VECTOR};
+/* The same two kernels for OpenCL devices (hostgraph.h's calling
+ * convention), one program: a work item per element of the tile written
+ * (P for gemm, C for add), with the host kernels' checks. */
+static const char bgemm_cl[] =
+    "__kernel void gemm(HG_STATUS_ARGS, HG_TENSOR(float, a), HG_TENSOR(float, b),\n"
+    "                   HG_TENSOR(float, p))\n"
+    "{\n"
+    "    ulong m = a_v.shape[0], k = a_v.shape[1], n = b_v.shape[1];\n"
+    "    if (b_v.shape[0] != k || p_v.shape[0] != m || p_v.shape[1] != n ||\n"
+    "        a_v.strides[1] != 1 || b_v.strides[1] != 1 || p_v.strides[1] != 1) {\n"
+    "        HG_FAIL(1);\n"
+    "        return;\n"
+    "    }\n"
+    "    ulong id = get_global_id(0), r = id / n, c = id % n;\n"
+    "    __global const float *arow = HG_PTR(a) + r * a_v.strides[0];\n"
+    "    __global const float *bcol = HG_PTR(b) + c;\n"
+    "    float sum = 0.0f;\n"
+    "    for (ulong kk = 0; kk < k; kk++)\n"
+    "        sum += arow[kk] * bcol[kk * b_v.strides[0]];\n"
+    "    HG_PTR(p)[r * p_v.strides[0] + c] = sum;\n"
+    "}\n"
+    "__kernel void add(HG_STATUS_ARGS, HG_TENSOR(float, p), HG_TENSOR(float, c))\n"
+    "{\n"
+    "    if (p_v.shape[0] != c_v.shape[0] || p_v.shape[1] != c_v.shape[1] ||\n"
+    "        p_v.strides[1] != 1 || c_v.strides[1] != 1) {\n"
+    "        HG_FAIL(1);\n"
+    "        return;\n"
+    "    }\n"
+    "    ulong id = get_global_id(0), r = id / c_v.shape[1], col = id % c_v.shape[1];\n"
+    "    HG_PTR(c)[r * c_v.strides[0] + col] += HG_PTR(p)[r * p_v.strides[0] + col];\n"
+    "}\n";
+
+static const hg_kernel gemm = {"gemm", gemm_kernel, HG_CORE_CUBE, bgemm_cl, "gemm"};
+static const hg_kernel add = {"add", add_kernel, HG_CORE_VECTOR, bgemm_cl, "add"};
 
 /* The grid the config describes, in elements and tiles. */
 typedef struct bgemm_grid {

@@ -30,7 +30,22 @@ static int vadd_kernel(const hg_kernel_ctx *ctx)
     return 0;
 }
 
-static const hg_kernel vadd = {"vector_add", vadd_kernel, HG_CORE_VECTOR};
+/* The same kernel for OpenCL devices (hostgraph.h's calling convention):
+ * one work item per element of c. */
+static const char vadd_cl[] =
+    "__kernel void vector_add(HG_STATUS_ARGS, HG_TENSOR(float, a), HG_TENSOR(float, b),\n"
+    "                         HG_TENSOR(float, c))\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    if (a_v.ndims != 1 || b_v.shape[0] != a_v.shape[0] || c_v.shape[0] != a_v.shape[0]) {\n"
+    "        HG_FAIL(1);\n"
+    "        return;\n"
+    "    }\n"
+    "    HG_PTR(c)[i * c_v.strides[0]] = HG_PTR(a)[i * a_v.strides[0]] +\n"
+    "                                    HG_PTR(b)[i * b_v.strides[0]];\n"
+    "}\n";
+
+static const hg_kernel vadd = {"vector_add", vadd_kernel, HG_CORE_VECTOR, vadd_cl, "vector_add"};
 
 static int vector_add_orchestrate(hg_orch *o, void *user)
 {

@@ -33,6 +33,6 @@ static int k_model(const hg_kernel_ctx *ctx)
     }
     return 0;
 }
-static const hg_kernel K_MODEL = {"model", k_model, HG_CORE_VECTOR};
+static const hg_kernel K_MODEL = {"model", k_model, HG_CORE_VECTOR, NULL, NULL};
 
 #endif

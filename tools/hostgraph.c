@@ -16,10 +16,12 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "device/device.h"
 #include "scene/scene.h"
 
 static const char usage_text[] =
     "usage: hostgraph list\n"
+    "       hostgraph devices\n"
     "       hostgraph run SCENE [--rounds N] [--repeat N] [--warmup N]\n"
     "                 [--residency off|pin|in|all] [--verify] [--skip-golden]\n"
     "                 [--param KEY=VALUE]... [--device SPEC] [--json FILE] [--trace FILE]\n"
@@ -397,6 +399,12 @@ int main(int argc, char **argv)
         if (argc > 2)
             return usage_error("list takes no arguments (got '%s')", argv[2]);
         return cmd_list();
+    }
+    if (strcmp(cmd, "devices") == 0) {
+        if (argc > 2)
+            return usage_error("devices takes no arguments (got '%s')", argv[2]);
+        device_list(stdout);
+        return 0;
     }
     if (strcmp(cmd, "run") == 0 || strcmp(cmd, "compare") == 0) {
         help_hint = strcmp(cmd, "run") == 0 ? "hostgraph run --help" : "hostgraph compare --help";

@@ -651,7 +651,7 @@ static int merge_task(const hg_kernel_ctx *ctx)
     return 0;
 }
 
-const hg_kernel kern_attn_qk = {"attn_qk", qk_task, HG_CORE_CUBE};
-const hg_kernel kern_attn_softmax = {"attn_softmax", softmax_task, HG_CORE_VECTOR};
-const hg_kernel kern_attn_pv = {"attn_pv", pv_task, HG_CORE_CUBE};
-const hg_kernel kern_attn_merge = {"attn_merge", merge_task, HG_CORE_VECTOR};
+const hg_kernel kern_attn_qk = {"attn_qk", qk_task, HG_CORE_CUBE, NULL, NULL};
+const hg_kernel kern_attn_softmax = {"attn_softmax", softmax_task, HG_CORE_VECTOR, NULL, NULL};
+const hg_kernel kern_attn_pv = {"attn_pv", pv_task, HG_CORE_CUBE, NULL, NULL};
+const hg_kernel kern_attn_merge = {"attn_merge", merge_task, HG_CORE_VECTOR, NULL, NULL};

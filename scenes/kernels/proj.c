@@ -324,4 +324,4 @@ static int proj_task(const hg_kernel_ctx *ctx)
     return kern_proj(&x, w->data, n, k, ldw, y->data, ldy);
 }
 
-const hg_kernel kern_proj_kernel = {"proj", proj_task, HG_CORE_CUBE};
+const hg_kernel kern_proj_kernel = {"proj", proj_task, HG_CORE_CUBE, NULL, NULL};

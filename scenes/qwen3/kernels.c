@@ -202,9 +202,10 @@ static int residual_task(const hg_kernel_ctx *ctx)
     return 0;
 }
 
-const hg_kernel qwen3_rmsnorm = {"rmsnorm", rmsnorm_task, HG_CORE_VECTOR};
-const hg_kernel qwen3_add_rmsnorm = {"add_rmsnorm", add_rmsnorm_task, HG_CORE_VECTOR};
-const hg_kernel qwen3_head_norm_rope = {"head_norm_rope", head_norm_rope_task, HG_CORE_VECTOR};
-const hg_kernel qwen3_kv_write = {"kv_write", kv_write_task, HG_CORE_VECTOR};
-const hg_kernel qwen3_silu_mul = {"silu_mul", silu_mul_task, HG_CORE_VECTOR};
-const hg_kernel qwen3_residual = {"residual", residual_task, HG_CORE_VECTOR};
+const hg_kernel qwen3_rmsnorm = {"rmsnorm", rmsnorm_task, HG_CORE_VECTOR, NULL, NULL};
+const hg_kernel qwen3_add_rmsnorm = {"add_rmsnorm", add_rmsnorm_task, HG_CORE_VECTOR, NULL, NULL};
+const hg_kernel qwen3_head_norm_rope = {"head_norm_rope", head_norm_rope_task, HG_CORE_VECTOR, NULL,
+                                        NULL};
+const hg_kernel qwen3_kv_write = {"kv_write", kv_write_task, HG_CORE_VECTOR, NULL, NULL};
+const hg_kernel qwen3_silu_mul = {"silu_mul", silu_mul_task, HG_CORE_VECTOR, NULL, NULL};
+const hg_kernel qwen3_residual = {"residual", residual_task, HG_CORE_VECTOR, NULL, NULL};

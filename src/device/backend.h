@@ -24,6 +24,12 @@
  *     holds (device_locks_held: what the test of the rule above checks);
  *   - close frees everything, live allocations included.
  * Backends never touch counters or faults: device.c counts only successes.
+ *
+ * Two shapes of execution (IREE's HAL habit: the generic layer sees one
+ * interface): a backend with cores (the sim) supplies run_cores and the
+ * executor runs host functions on them; a backend with a queue (opencl)
+ * supplies kernel_get, queue_begin, launch and queue_end instead, and the
+ * executor enqueues the graph in submission order (a topological order).
  */
 #ifndef HG_DEVICE_BACKEND_H
 #define HG_DEVICE_BACKEND_H
@@ -33,6 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/error.h"
 #include "device/device.h"
 
 /* Upper bound on cores, so a typo like cores=100000 fails at open instead of
@@ -42,14 +49,18 @@
 /* A parsed device spec.  Typed devices have cube cores 0..ncube-1, then
  * vector cores; untyped ones have ncores HG_CORE_ANY cores. */
 typedef struct device_config {
-    bool typed;          /* cube=/vector= given rather than cores= */
-    uint32_t ncores;     /* total cores, >= 1 */
-    uint32_t ncube;      /* typed only */
-    uint32_t nvector;    /* typed only */
-    uint64_t mem_bytes;  /* capacity, > 0: allocations rounded up to HG_DEVICE_ALIGN */
-    double link_gbps;    /* 0: link model off */
-    uint64_t fail_alloc; /* 0: not armed */
-    uint64_t fail_copy;  /* 0: not armed */
+    bool typed;           /* cube=/vector= given rather than cores= */
+    uint32_t ncores;      /* total cores, >= 1 */
+    uint32_t ncube;       /* typed only */
+    uint32_t nvector;     /* typed only */
+    uint64_t mem_bytes;   /* capacity, > 0: allocations rounded up to HG_DEVICE_ALIGN */
+    double link_gbps;     /* 0: link model off */
+    uint64_t fail_alloc;  /* 0: not armed */
+    uint64_t fail_copy;   /* 0: not armed */
+    bool mem_default;     /* no mem= given: the backend may pick its own */
+    uint64_t default_mem; /* the capacity without mem= (a backend's open may set it) */
+    uint32_t cl_platform; /* opencl: platform= and device= */
+    uint32_t cl_device;
 } device_config;
 
 /* The type of core `core` under cfg (HG_CORE_ANY when untyped). */
@@ -62,8 +73,10 @@ static inline hg_core_type device_config_core_type(const device_config *cfg, uin
 
 typedef struct device_ops {
     const char *name;
-    /* Creates backend state (and starts cores).  HG_ENOMEM on failure. */
-    int (*open)(const device_config *cfg, void **state);
+    /* Creates backend state (and starts cores).  HG_ENOMEM on failure.  May
+     * fill in what only the device knows: ncores, mem_bytes when
+     * mem_default (or capped), default_mem. */
+    int (*open)(device_config *cfg, void **state);
     void (*close)(void *state);
     /* bytes > 0 and within capacity (device.c checked); HG_EDEVMEM if the
      * backend cannot provide it.  Reserves the range only: prepare follows. */
@@ -89,7 +102,20 @@ typedef struct device_ops {
     int (*find_alloc)(void *state, hg_devaddr addr, hg_devaddr *base, size_t *size, bool *user);
     /* Whether addr is in this device's address range, allocated or not. */
     bool (*owns)(void *state, hg_devaddr addr);
+    /* Cores backends only (NULL on queue backends). */
     void (*run_cores)(void *state, device_core_fn fn, void *ctx);
+    /* Queue backends only (all NULL on the sim); device.h documents them
+     * (device_kernel_get, device_queue_begin, device_launch, device_queue_end). */
+    int (*kernel_get)(void *state, const char *source, const char *entry, const void **handle,
+                      hg_err *e);
+    int (*queue_begin)(void *state, uint32_t ntasks, hg_err *e);
+    int (*launch)(void *state, const void *handle, uint32_t task, const device_karg *args,
+                  uint32_t nargs, const uint64_t *scalars, uint32_t nscalars, hg_err *e);
+    int (*queue_end)(void *state, uint32_t ntasks, uint32_t *bad_task, int32_t *bad_code,
+                     hg_err *e);
+    uint64_t (*program_builds)(void *state);
+    /* Optional: the calling thread's last backend message ("" or NULL). */
+    const char *(*errmsg)(void);
 } device_ops;
 
 /* ------------------------------------------------------------ locks */
@@ -125,5 +151,9 @@ uint64_t device_default_mem(void);
 
 /* The sim backend (sim.c). */
 extern const device_ops device_sim_ops;
+#ifdef HG_HAVE_OPENCL
+/* The OpenCL backend (opencl.c), when the build found CL/cl.h. */
+extern const device_ops device_opencl_ops;
+#endif
 
 #endif

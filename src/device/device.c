@@ -34,6 +34,9 @@
 #include <string.h>
 
 #include "device/backend.h"
+#ifdef HG_HAVE_OPENCL
+#include "device/opencl.h"
+#endif
 
 struct hg_device {
     const device_ops *ops;
@@ -112,17 +115,22 @@ int hg_device_open(const char *spec, hg_device **out, char *errbuf, size_t errle
     }
     dev->ops = ops;
     dev->cfg = cfg;
-    dev->default_mem = device_default_mem();
     dev->fault_alloc = cfg.fail_alloc;
     dev->fault_copy = cfg.fail_copy;
     rc = ops->open(&dev->cfg, &dev->state);
     if (rc != 0) {
-        device_spec_fail(spec, errbuf, errlen,
-                         "backend '%s' could not start with mem=%llu bytes (%s)", ops->name,
-                         (unsigned long long)cfg.mem_bytes, hg_strerror(rc));
+        const char *why = ops->errmsg ? ops->errmsg() : NULL;
+        if (why != NULL && *why != '\0')
+            device_spec_fail(spec, errbuf, errlen, "backend '%s' could not start: %s", ops->name,
+                             why);
+        else
+            device_spec_fail(spec, errbuf, errlen,
+                             "backend '%s' could not start with mem=%llu bytes (%s)", ops->name,
+                             (unsigned long long)cfg.mem_bytes, hg_strerror(rc));
         free(dev);
         return rc;
     }
+    dev->default_mem = dev->cfg.default_mem;
     pthread_mutex_init(&dev->lock, NULL);
     atomic_init(&dev->locked_prepare_bytes, 0);
     device_spec_normalize(&dev->cfg, ops, dev->default_mem, dev->spec, sizeof dev->spec);
@@ -325,6 +333,18 @@ int hg_devbuf_free(hg_device *dev, hg_devaddr addr)
     return device_release(dev, addr, true, NULL);
 }
 
+/* True if [addr, addr+bytes) lies inside one live allocation (bytes > 0):
+ * through find_alloc, which every backend has (translate is the sim's). */
+static bool device_range_live(hg_device *dev, hg_devaddr addr, size_t bytes)
+{
+    hg_devaddr base;
+    size_t size;
+    bool user;
+    if (dev->ops->find_alloc(dev->state, addr, &base, &size, &user) != 0)
+        return false;
+    return bytes <= size - (size_t)(addr - base);
+}
+
 /* Validates every range of a batch (nothing moves unless all are valid) and
  * counts the armed copy fault across its non-empty ranges.  Returns
  * HG_EINVAL / HG_ERANGE, or 0 with *ok the number of leading ranges that may
@@ -338,7 +358,7 @@ static int device_batch_begin(hg_device *dev, const device_copy *list, size_t n,
             continue;
         if (list[i].host == NULL)
             return HG_EINVAL;
-        if (dev->ops->translate(dev->state, list[i].dev, list[i].bytes) == NULL)
+        if (!device_range_live(dev, list[i].dev, list[i].bytes))
             return HG_ERANGE;
     }
     *ok = n;
@@ -503,6 +523,68 @@ uint64_t device_debug_locked_prepare_bytes(const hg_device *dev)
 
 void device_run_cores(hg_device *dev, device_core_fn fn, void *ctx)
 {
-    if (dev != NULL && fn != NULL)
+    if (dev != NULL && fn != NULL && dev->ops->run_cores != NULL)
         dev->ops->run_cores(dev->state, fn, ctx);
+}
+
+/* ------------------------------------------------------- queue devices */
+
+bool device_runs_queue(const hg_device *dev)
+{
+    return dev != NULL && dev->ops->launch != NULL;
+}
+
+int device_kernel_get(hg_device *dev, const char *source, const char *entry, const void **handle,
+                      hg_err *e)
+{
+    if (!device_runs_queue(dev))
+        return err_set(e, HG_EUNSUPPORTED, "device '%s' runs no kernel programs",
+                       hg_device_spec(dev));
+    return dev->ops->kernel_get(dev->state, source, entry, handle, e);
+}
+
+int device_queue_begin(hg_device *dev, uint32_t ntasks, hg_err *e)
+{
+    if (!device_runs_queue(dev))
+        return err_set(e, HG_EUNSUPPORTED, "device '%s' has no queue", hg_device_spec(dev));
+    return dev->ops->queue_begin(dev->state, ntasks, e);
+}
+
+int device_launch(hg_device *dev, const void *handle, uint32_t task, const device_karg *args,
+                  uint32_t nargs, const uint64_t *scalars, uint32_t nscalars, hg_err *e)
+{
+    return dev->ops->launch(dev->state, handle, task, args, nargs, scalars, nscalars, e);
+}
+
+int device_queue_end(hg_device *dev, uint32_t ntasks, uint32_t *bad_task, int32_t *bad_code,
+                     hg_err *e)
+{
+    return dev->ops->queue_end(dev->state, ntasks, bad_task, bad_code, e);
+}
+
+uint64_t device_debug_program_builds(const hg_device *dev)
+{
+    if (dev == NULL || dev->ops->program_builds == NULL)
+        return 0;
+    return dev->ops->program_builds(dev->state);
+}
+
+const char *device_backend_errmsg(const hg_device *dev)
+{
+    const char *m = dev && dev->ops->errmsg ? dev->ops->errmsg() : NULL;
+    return m ? m : "";
+}
+
+void device_list(FILE *f)
+{
+    fprintf(f,
+            "sim  the embedded simulator: sim:cores=N or sim:cube=C,vector=V, "
+            "memory %llu MiB by default (half the host's)\n",
+            (unsigned long long)(device_default_mem() >> 20));
+#ifdef HG_HAVE_OPENCL
+    opencl_list(f);
+#else
+    fprintf(f, "opencl: not built (no CL/cl.h at build time; Debian: opencl-c-headers "
+               "ocl-icd-opencl-dev pocl-opencl-icd)\n");
+#endif
 }

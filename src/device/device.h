@@ -12,7 +12,9 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 
+#include "base/error.h"
 #include "hostgraph.h"
 
 /*
@@ -96,5 +98,50 @@ void device_run_cores(hg_device *dev, device_core_fn fn, void *ctx);
 
 /* True if some core can run kernels of type `type` (CUBE or VECTOR). */
 bool device_has_core_type(const hg_device *dev, hg_core_type type);
+
+/* ------------------------------------------------ queue devices (opencl) */
+
+/* True if dev runs kernels through a queue (OpenCL kernel slots) rather
+ * than host functions on core threads (the sim). */
+bool device_runs_queue(const hg_device *dev);
+
+/* The device's handle for kernel `entry` of program `source`: built at the
+ * first use of that source text on this device (the text is copied, and
+ * the cache is keyed by its content), then reused for as long as the device
+ * lives.  A build error is HG_EINVAL with the compiler log's first lines. */
+int device_kernel_get(hg_device *dev, const char *source, const char *entry, const void **handle,
+                      hg_err *e);
+
+/* One task arg of a launch: the view's first element and its layout. */
+typedef struct device_karg {
+    hg_devaddr addr; /* 0 for an empty view */
+    hg_dtype dtype;
+    uint32_t ndims;
+    size_t shape[HG_MAX_DIMS];
+    size_t strides[HG_MAX_DIMS];
+    bool write;
+} device_karg;
+
+/* A run on a queue device: begin (takes the device's run lock and clears
+ * ntasks status words), one launch per task in a topological order (task
+ * numbers 0..ntasks-1), end (one wait; releases the lock, also after a
+ * failed launch).  end reports the first task whose kernel set its status
+ * word: *bad_task (UINT32_MAX if none) and the code in *bad_code.  The
+ * status words are the device's own: no counted copy, no allocation after
+ * the first run of a size. */
+int device_queue_begin(hg_device *dev, uint32_t ntasks, hg_err *e);
+int device_launch(hg_device *dev, const void *handle, uint32_t task, const device_karg *args,
+                  uint32_t nargs, const uint64_t *scalars, uint32_t nscalars, hg_err *e);
+int device_queue_end(hg_device *dev, uint32_t ntasks, uint32_t *bad_task, int32_t *bad_code,
+                     hg_err *e);
+/* Programs the device has built (tests: a later round builds none). */
+uint64_t device_debug_program_builds(const hg_device *dev);
+/* The calling thread's last message from dev's backend ("" if none): why
+ * an allocation or copy failed, in the native API's words. */
+const char *device_backend_errmsg(const hg_device *dev);
+
+/* Writes one line per device this build can open: the sim, then every
+ * OpenCL platform and device (or why there is none). */
+void device_list(FILE *f);
 
 #endif

@@ -540,7 +540,7 @@ static bool sim_reserve_arena(sim *s, uint64_t mem_bytes)
     return true;
 }
 
-static int sim_open(const device_config *cfg, void **state)
+static int sim_open(device_config *cfg, void **state)
 {
     sim *s = calloc(1, sizeof *s);
     if (s == NULL)

@@ -20,7 +20,17 @@
 #define DEVICE_DEFAULT_MEM_SHARE 2u
 
 /* Every backend this build has; spec "name[:keys]" picks one. */
-static const device_ops *const device_backends[] = {&device_sim_ops};
+static const device_ops *const device_backends[] = {
+    &device_sim_ops,
+#ifdef HG_HAVE_OPENCL
+    &device_opencl_ops,
+#endif
+};
+#ifdef HG_HAVE_OPENCL
+#define DEVICE_KNOWN "sim, opencl"
+#else
+#define DEVICE_KNOWN "sim (opencl: not built, no CL/cl.h at build time)"
+#endif
 
 /* -------------------------------------------------------------- spec keys */
 
@@ -32,12 +42,18 @@ enum spec_key {
     KEY_LINK,
     KEY_FAIL_ALLOC,
     KEY_FAIL_COPY,
+    KEY_PLATFORM,
+    KEY_DEVICE,
     KEY_COUNT
 };
 
 static const char *const spec_key_names[KEY_COUNT] = {
-    "cores", "cube", "vector", "mem", "link_gbps", "fail_alloc", "fail_copy",
+    "cores", "cube", "vector", "mem", "link_gbps", "fail_alloc", "fail_copy", "platform", "device",
 };
+
+/* The keys only one backend takes (the rest are common to all). */
+#define SIM_ONLY_KEYS    ((1u << KEY_CORES) | (1u << KEY_CUBE) | (1u << KEY_VECTOR) | (1u << KEY_LINK))
+#define OPENCL_ONLY_KEYS ((1u << KEY_PLATFORM) | (1u << KEY_DEVICE))
 
 typedef struct spec_parse {
     const char *spec; /* as the user gave it, for messages */
@@ -124,6 +140,12 @@ static int spec_set_count(spec_parse *p, device_config *cfg, enum spec_key key, 
     if (!parse_u64_n(value, strlen(value), &v))
         return spec_fail(p, "bad value '%s' for key '%s' (want a whole number, no leading zero)",
                          value, spec_key_names[key]);
+    if (key == KEY_PLATFORM || key == KEY_DEVICE) {
+        if (v > UINT32_MAX)
+            return spec_fail(p, "%s=%s: too large", spec_key_names[key], value);
+        *(key == KEY_PLATFORM ? &cfg->cl_platform : &cfg->cl_device) = (uint32_t)v;
+        return 0;
+    }
     if ((key == KEY_FAIL_ALLOC || key == KEY_FAIL_COPY) && v == 0)
         return spec_fail(p, "%s=0 would inject nothing (want K >= 1: the K-th one fails)",
                          spec_key_names[key]);
@@ -207,9 +229,25 @@ static int spec_finish(spec_parse *p, device_config *cfg)
     } else if (!cores) {
         cfg->ncores = DEVICE_DEFAULT_CORES;
     }
-    if (!(p->seen & (1u << KEY_MEM)))
-        cfg->mem_bytes = device_default_mem();
+    cfg->default_mem = device_default_mem();
+    cfg->mem_default = !(p->seen & (1u << KEY_MEM));
+    if (cfg->mem_default)
+        cfg->mem_bytes = cfg->default_mem;
     return 0;
+}
+
+/* False (with the message) if a key given belongs to another backend. */
+static bool spec_backend_keys(spec_parse *p, const device_ops *ops)
+{
+    bool sim = strcmp(ops->name, "sim") == 0;
+    unsigned foreign = p->seen & (sim ? OPENCL_ONLY_KEYS : SIM_ONLY_KEYS);
+    if (foreign == 0)
+        return true;
+    int k = __builtin_ctz(foreign);
+    spec_fail(p, "key '%s' is not a key of device '%s'%s", spec_key_names[k], ops->name,
+              sim ? " (platform= and device= are opencl's)"
+                  : " (an OpenCL device has the compute units it has; no link model)");
+    return false;
 }
 
 static const device_ops *spec_backend(const char *name)
@@ -232,7 +270,7 @@ static int spec_parse_all(spec_parse *p, device_config *cfg, const device_ops **
         *keys++ = '\0';
     *ops = spec_backend(buf);
     if (*ops == NULL)
-        return spec_fail(p, "unknown device '%s' (known: sim)", buf);
+        return spec_fail(p, "unknown device '%s' (known: " DEVICE_KNOWN ")", buf);
     while (keys != NULL) {
         char *next = strchr(keys, ',');
         if (next != NULL)
@@ -242,7 +280,7 @@ static int spec_parse_all(spec_parse *p, device_config *cfg, const device_ops **
             return rc;
         keys = next;
     }
-    return spec_finish(p, cfg);
+    return spec_backend_keys(p, *ops) ? spec_finish(p, cfg) : HG_EINVAL;
 }
 
 /* ------------------------------------------------------ normalized spec */
@@ -269,7 +307,10 @@ void device_spec_normalize(const device_config *c, const device_ops *ops, uint64
 {
     const char *name = ops->name;
     size_t used;
-    if (c->typed)
+    if (strcmp(name, "sim") != 0)
+        used =
+            (size_t)snprintf(s, n, "%s:platform=%u,device=%u", name, c->cl_platform, c->cl_device);
+    else if (c->typed)
         used = (size_t)snprintf(s, n, "%s:cube=%u,vector=%u", name, c->ncube, c->nvector);
     else
         used = (size_t)snprintf(s, n, "%s:cores=%u", name, c->ncores);

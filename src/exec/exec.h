@@ -27,4 +27,11 @@ int exec_run(hg_device *dev, const graph *g, hg_trace *trace, uint32_t run, hg_e
 int exec_run_cancelable(hg_device *dev, const graph *g, hg_trace *trace, uint32_t run,
                         const atomic_bool *cancel, hg_err *e);
 
+/* exec_run on a queue device (device_runs_queue: OpenCL): every task is
+ * enqueued in submission order, which the graph's edges (earlier to later
+ * only) make a topological order, on the device's in-order queue, with one
+ * wait for the whole graph.  The first task whose kernel set its status
+ * word fails the run with HG_EKERNEL naming it.  enqueue.c. */
+int exec_run_queue(hg_device *dev, const graph *g, hg_err *e);
+
 #endif

@@ -96,12 +96,34 @@ int hg_orch_scratch(hg_orch *o, const char *name, hg_dtype dtype, uint32_t ndims
         o, stage_add_scratch(&r->plan, r->dev, name, dtype, ndims, shape, arg, view, &r->err));
 }
 
+/* HG_EUNSUPPORTED unless k has the slot the runner's device runs: the
+ * OpenCL slot on a queue device, the host function on the sim. */
+static int check_slot(hg_orch *o, const hg_kernel *k, const char *kname, hg_err *e)
+{
+    hg_device *dev = o->runner->dev;
+    if (device_runs_queue(dev) && (k->cl_source == NULL || k->cl_entry == NULL))
+        return err_set(e, HG_EUNSUPPORTED,
+                       "kernel '%s' has no OpenCL slot (cl_source, cl_entry); device '%s' runs "
+                       "OpenCL kernels only",
+                       kname, hg_device_spec(dev));
+    if (!device_runs_queue(dev) && k->fn == NULL)
+        return err_set(e, HG_EUNSUPPORTED,
+                       "kernel '%s' has no host function (fn); device '%s' runs host functions "
+                       "only",
+                       kname, hg_device_spec(dev));
+    return 0;
+}
+
 static int check_desc(hg_orch *o, const hg_task_desc *d, hg_err *e)
 {
-    if (d == NULL || d->kernel == NULL || d->kernel->fn == NULL)
+    if (d == NULL || d->kernel == NULL ||
+        (d->kernel->fn == NULL && (d->kernel->cl_source == NULL || d->kernel->cl_entry == NULL)))
         return err_set(e, HG_EINVAL, "task %u: no kernel function", o->runner->graph.ntasks);
     const hg_kernel *k = d->kernel;
     const char *kname = k->name ? k->name : "(unnamed)";
+    int rc = check_slot(o, k, kname, e);
+    if (rc != 0)
+        return rc;
     if (k->core != HG_CORE_CUBE && k->core != HG_CORE_VECTOR)
         return err_set(e, HG_EINVAL, "kernel '%s': core type %d is not cube or vector", kname,
                        (int)k->core);
@@ -141,11 +163,21 @@ int hg_task_submit(hg_orch *o, const hg_task_desc *d, hg_task_id *out)
         if (rc != 0)
             return orch_fail(o, rc);
     }
+    /* A queue device's kernel: built (once per source) before the task is
+     * recorded, so a build error fails this submit. */
+    const void *dev_kernel = NULL;
+    if (device_runs_queue(r->dev)) {
+        rc = device_kernel_get(r->dev, d->kernel->cl_source, d->kernel->cl_entry, &dev_kernel,
+                               &r->err);
+        if (rc != 0)
+            return orch_fail(o, rc);
+    }
     hg_task_id id;
     rc = graph_add_task(&r->graph, d->kernel, targs, d->nargs, d->scalars, d->nscalars, d->deps,
                         d->ndeps, &id, &r->err);
     if (rc != 0)
         return orch_fail(o, rc);
+    r->graph.tasks[id].dev_kernel = dev_kernel;
     if (out)
         *out = id;
     return 0;

@@ -102,10 +102,10 @@ static int flaky_kernel(const hg_kernel_ctx *ctx)
     return id == fail || fail == FAIL_ALL ? 7 : 0;
 }
 
-static const hg_kernel k_touch_cube = {"touch_cube", touch_kernel, HG_CORE_CUBE};
-static const hg_kernel k_touch_vec = {"touch_vec", touch_kernel, HG_CORE_VECTOR};
-static const hg_kernel k_flaky = {"flaky", flaky_kernel, HG_CORE_VECTOR};
-static const hg_kernel k_flaky_cube = {"flaky_cube", flaky_kernel, HG_CORE_CUBE};
+static const hg_kernel k_touch_cube = {"touch_cube", touch_kernel, HG_CORE_CUBE, NULL, NULL};
+static const hg_kernel k_touch_vec = {"touch_vec", touch_kernel, HG_CORE_VECTOR, NULL, NULL};
+static const hg_kernel k_flaky = {"flaky", flaky_kernel, HG_CORE_VECTOR, NULL, NULL};
+static const hg_kernel k_flaky_cube = {"flaky_cube", flaky_kernel, HG_CORE_CUBE, NULL, NULL};
 
 static hg_device *open_dev(const char *spec)
 {
@@ -535,7 +535,7 @@ static int scale_kernel(const hg_kernel_ctx *ctx)
     return 0;
 }
 
-static const hg_kernel k_scale = {"scale", scale_kernel, HG_CORE_VECTOR};
+static const hg_kernel k_scale = {"scale", scale_kernel, HG_CORE_VECTOR, NULL, NULL};
 
 /* A 2x3 f32 view at element `first` with strides {10, 2}. */
 static graph_targ strided_arg(hg_devaddr base, size_t first, bool wr)
@@ -613,7 +613,7 @@ static int zero_kernel(const hg_kernel_ctx *ctx)
     return 0;
 }
 
-static const hg_kernel k_zero = {"zero", zero_kernel, HG_CORE_CUBE};
+static const hg_kernel k_zero = {"zero", zero_kernel, HG_CORE_CUBE, NULL, NULL};
 
 TEST(zero_byte_arg_gets_null)
 {

@@ -254,7 +254,7 @@ static int k_write(const hg_kernel_ctx *ctx)
     }
     return 0;
 }
-static const hg_kernel K_WRITE = {"write", k_write, HG_CORE_VECTOR};
+static const hg_kernel K_WRITE = {"write", k_write, HG_CORE_VECTOR, NULL, NULL};
 
 typedef struct plan_world {
     hg_device *dev;

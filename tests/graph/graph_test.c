@@ -18,7 +18,7 @@ static int kernel_fn(const hg_kernel_ctx *ctx)
     return 0;
 }
 
-static const hg_kernel kern = {"k", kernel_fn, HG_CORE_VECTOR};
+static const hg_kernel kern = {"k", kernel_fn, HG_CORE_VECTOR, NULL, NULL};
 
 static graph_targ targ(hg_devaddr lo, hg_devaddr hi, hg_dir access)
 {

@@ -19,7 +19,7 @@ static int kernel_fn(const hg_kernel_ctx *ctx)
     return 0;
 }
 
-static const hg_kernel kern = {"k", kernel_fn, HG_CORE_VECTOR};
+static const hg_kernel kern = {"k", kernel_fn, HG_CORE_VECTOR, NULL, NULL};
 
 #define BUF   0x10000000ull /* the buffer every pattern works in */
 #define PIECE 64            /* bytes of one fragment */

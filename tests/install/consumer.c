@@ -21,7 +21,7 @@ static int twice(const hg_kernel_ctx *ctx)
     return 0;
 }
 
-static const hg_kernel twice_kernel = {"twice", twice, HG_CORE_VECTOR};
+static const hg_kernel twice_kernel = {"twice", twice, HG_CORE_VECTOR, NULL, NULL};
 
 static int orchestrate(hg_orch *o, void *user)
 {

@@ -37,8 +37,8 @@ static int k_signal_step(const hg_kernel_ctx *ctx)
     return 0;
 }
 
-static const hg_kernel K_STEP = {"step", k_step, HG_CORE_VECTOR};
-static const hg_kernel K_SIGNAL = {"signal_step", k_signal_step, HG_CORE_VECTOR};
+static const hg_kernel K_STEP = {"step", k_step, HG_CORE_VECTOR, NULL, NULL};
+static const hg_kernel K_SIGNAL = {"signal_step", k_signal_step, HG_CORE_VECTOR, NULL, NULL};
 
 /* A chain of CHAIN tasks over the one INOUT arg: each depends on the last. */
 static int orch_chain(hg_orch *o, void *user)

@@ -33,8 +33,8 @@ static int k_fill77(const hg_kernel_ctx *ctx)
     return 0;
 }
 
-static const hg_kernel K_COPY = {"copy", k_copy, HG_CORE_VECTOR};
-static const hg_kernel K_FILL77 = {"fill77", k_fill77, HG_CORE_VECTOR};
+static const hg_kernel K_COPY = {"copy", k_copy, HG_CORE_VECTOR, NULL, NULL};
+static const hg_kernel K_FILL77 = {"fill77", k_fill77, HG_CORE_VECTOR, NULL, NULL};
 
 /* Submits `user` (a kernel) over args 0 (IN) and 1 (OUT); with a third arg,
  * also takes scratch, so the runner pools some. */

@@ -77,10 +77,10 @@ static int submit_from_dying_record(hg_orch *o, const char *name, uint32_t tasks
             return hg_orch_fail(o, HG_ENOMEM, "test: out of memory");
         dead[ndead++] = hk;
         snprintf(hk->name, sizeof hk->name, "%s", name);
-        hk->record = (hg_kernel){hk->name, k_plus_one, HG_CORE_VECTOR};
+        hk->record = (hg_kernel){hk->name, k_plus_one, HG_CORE_VECTOR, NULL, NULL};
         hg_task_desc d = {&hk->record, ta, 2, NULL, 0, NULL, 0};
         int rc = hg_task_submit(o, &d, NULL);
-        hk->record = (hg_kernel){"garbage", k_wrong, HG_CORE_VECTOR};
+        hk->record = (hg_kernel){"garbage", k_wrong, HG_CORE_VECTOR, NULL, NULL};
         memset(hk->name, 'X', sizeof hk->name - 1);
         hk->name[sizeof hk->name - 1] = '\0';
         if (rc != 0)
@@ -106,7 +106,7 @@ static __attribute__((noinline)) int submit_from_stack_record(hg_orch *o)
     test_pair_args(o, ta);
     char name[32];
     snprintf(name, sizeof name, "stack_kernel");
-    hg_kernel record = {name, k_plus_one, HG_CORE_VECTOR};
+    hg_kernel record = {name, k_plus_one, HG_CORE_VECTOR, NULL, NULL};
     hg_task_desc d = {&record, ta, 2, NULL, 0, NULL, 0};
     return hg_task_submit(o, &d, NULL);
 }
@@ -224,7 +224,7 @@ TEST(trace_keeps_a_kernel_name_freed_after_the_run)
     ASSERT_OK(fixture_open(&f));
     char *name = strdup("heap_named_kernel");
     ASSERT(name != NULL);
-    hg_kernel record = {name, k_plus_one, HG_CORE_VECTOR};
+    hg_kernel record = {name, k_plus_one, HG_CORE_VECTOR, NULL, NULL};
     hg_callable c = {"named", orch_record, &record};
     ASSERT_OK(hg_runner_run(f.runner, &c, f.args, 2, NULL));
     ASSERT_EQ(right_runs, 1);
@@ -266,7 +266,7 @@ TEST(graph_interns_each_distinct_name_once)
     for (uint32_t t = 0; t < 100000; t++) {
         /* a fresh copy of one of three names each time */
         snprintf(name, sizeof name, "k%u", t % 3);
-        hg_kernel k = {name, k_wrong, HG_CORE_VECTOR};
+        hg_kernel k = {name, k_wrong, HG_CORE_VECTOR, NULL, NULL};
         hg_task_id id;
         ASSERT_OK(graph_add_task(&g, &k, NULL, 0, NULL, 0, NULL, 0, &id, NULL));
     }
@@ -274,7 +274,7 @@ TEST(graph_interns_each_distinct_name_once)
     ASSERT_STR_EQ(g.tasks[99999].name, "k0");
     ASSERT(g.tasks[0].name == g.tasks[99999].name); /* one copy */
     graph_reset(&g);
-    hg_kernel unnamed = {NULL, k_wrong, HG_CORE_VECTOR};
+    hg_kernel unnamed = {NULL, k_wrong, HG_CORE_VECTOR, NULL, NULL};
     hg_task_id id;
     ASSERT_OK(graph_add_task(&g, &unnamed, NULL, 0, NULL, 0, NULL, 0, &id, NULL));
     ASSERT_STR_EQ(g.tasks[0].name, "(unnamed)");

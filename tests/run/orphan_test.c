@@ -23,7 +23,7 @@ static int k_touch(const hg_kernel_ctx *ctx)
     (void)ctx;
     return 0;
 }
-static const hg_kernel K_TOUCH = {"touch", k_touch, HG_CORE_VECTOR};
+static const hg_kernel K_TOUCH = {"touch", k_touch, HG_CORE_VECTOR, NULL, NULL};
 
 /* One task reading arg 0 (when it is not empty). */
 static int orch_read(hg_orch *o, void *user)

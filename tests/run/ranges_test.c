@@ -29,7 +29,7 @@ static int k_row(const hg_kernel_ctx *ctx)
         row[j] = (unsigned char)(row[j] + x[0] + ctx->scalars[0]);
     return 0;
 }
-static const hg_kernel K_ROW = {"row", k_row, HG_CORE_VECTOR};
+static const hg_kernel K_ROW = {"row", k_row, HG_CORE_VECTOR, NULL, NULL};
 
 /* One task per written row; its view is exactly that row. */
 static int orch_rows(hg_orch *o, void *user)

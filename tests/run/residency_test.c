@@ -25,14 +25,14 @@ static int k_acc(const hg_kernel_ctx *ctx)
         acc[i] += in[i];
     return 0;
 }
-static const hg_kernel K_ACC = {"acc", k_acc, HG_CORE_VECTOR};
+static const hg_kernel K_ACC = {"acc", k_acc, HG_CORE_VECTOR, NULL, NULL};
 
 static int k_fail(const hg_kernel_ctx *ctx)
 {
     (void)ctx;
     return 1;
 }
-static const hg_kernel K_FAIL = {"fail", k_fail, HG_CORE_VECTOR};
+static const hg_kernel K_FAIL = {"fail", k_fail, HG_CORE_VECTOR, NULL, NULL};
 
 /* One task over args 0 (IN) and 1 (INOUT); reads arg 0's host view first
  * when `user` asks, as bgemm reads its config. */
@@ -226,7 +226,8 @@ static int k_acc_and_write_host(const hg_kernel_ctx *ctx)
         return 1;
     return k_acc(ctx);
 }
-static const hg_kernel K_SNEAK = {"acc_and_write_host", k_acc_and_write_host, HG_CORE_VECTOR};
+static const hg_kernel K_SNEAK = {"acc_and_write_host", k_acc_and_write_host, HG_CORE_VECTOR, NULL,
+                                  NULL};
 static const hg_callable SNEAKY = {"acc", orch_acc, (void *)&K_SNEAK};
 
 /* An IN's copy is published at the generation sampled at bind (the bytes
@@ -535,7 +536,7 @@ static int k_scratch(const hg_kernel_ctx *ctx)
     memset(p, 0x11, ctx->args[0].shape[0]);
     return 0;
 }
-static const hg_kernel K_SCRATCH = {"scratch", k_scratch, HG_CORE_VECTOR};
+static const hg_kernel K_SCRATCH = {"scratch", k_scratch, HG_CORE_VECTOR, NULL, NULL};
 
 static int orch_scratch(hg_orch *o, void *user)
 {

@@ -53,12 +53,12 @@ static int k_expect_null(const hg_kernel_ctx *ctx)
     return 0;
 }
 
-static const hg_kernel K_DOUBLE = {"double", k_double, HG_CORE_VECTOR};
-static const hg_kernel K_ACC = {"accumulate", k_accumulate, HG_CORE_VECTOR};
-static const hg_kernel K_FILL7 = {"fill7", k_fill7, HG_CORE_VECTOR};
-static const hg_kernel K_FAIL = {"fail", k_fail, HG_CORE_VECTOR};
-static const hg_kernel K_NULL = {"expect_null", k_expect_null, HG_CORE_VECTOR};
-static const hg_kernel K_CUBE = {"cube_double", k_double, HG_CORE_CUBE};
+static const hg_kernel K_DOUBLE = {"double", k_double, HG_CORE_VECTOR, NULL, NULL};
+static const hg_kernel K_ACC = {"accumulate", k_accumulate, HG_CORE_VECTOR, NULL, NULL};
+static const hg_kernel K_FILL7 = {"fill7", k_fill7, HG_CORE_VECTOR, NULL, NULL};
+static const hg_kernel K_FAIL = {"fail", k_fail, HG_CORE_VECTOR, NULL, NULL};
+static const hg_kernel K_NULL = {"expect_null", k_expect_null, HG_CORE_VECTOR, NULL, NULL};
+static const hg_kernel K_CUBE = {"cube_double", k_double, HG_CORE_CUBE, NULL, NULL};
 
 /* ---------------------------------------------------------- orchestrations */
 

@@ -24,7 +24,7 @@ static int k_add(const hg_kernel_ctx *ctx)
         out[i] = in[i] + (int32_t)ctx->scalars[0];
     return 0;
 }
-static const hg_kernel K_ADD = {"add", k_add, HG_CORE_VECTOR};
+static const hg_kernel K_ADD = {"add", k_add, HG_CORE_VECTOR, NULL, NULL};
 
 /* Tiles the arg into four tasks, so the graphs of the runners interleave on
  * the cores' queues if they ever share them. */

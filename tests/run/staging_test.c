@@ -41,7 +41,7 @@ static int k_write_all(const hg_kernel_ctx *ctx)
     return 0;
 }
 
-static const hg_kernel K_WRITE_ALL = {"write_all", k_write_all, HG_CORE_VECTOR};
+static const hg_kernel K_WRITE_ALL = {"write_all", k_write_all, HG_CORE_VECTOR, NULL, NULL};
 
 /* Submits one task over every arg: arg 0 read, the others as declared. */
 static int orch_all(hg_orch *o, void *user)
@@ -256,7 +256,7 @@ static int k_nothing(const hg_kernel_ctx *ctx)
     (void)ctx;
     return 0;
 }
-static const hg_kernel K_NOTHING = {"nothing", k_nothing, HG_CORE_VECTOR};
+static const hg_kernel K_NOTHING = {"nothing", k_nothing, HG_CORE_VECTOR, NULL, NULL};
 
 static int orch_read_only(hg_orch *o, void *user)
 {
@@ -310,7 +310,7 @@ static int k_null(const hg_kernel_ctx *ctx)
     saw_null = ctx->args[0].data == NULL;
     return 0;
 }
-static const hg_kernel K_NULL = {"null", k_null, HG_CORE_VECTOR};
+static const hg_kernel K_NULL = {"null", k_null, HG_CORE_VECTOR, NULL, NULL};
 
 static int orch_one(hg_orch *o, void *user)
 {
@@ -358,7 +358,7 @@ static int k_pointers(const hg_kernel_ctx *ctx)
         seen_ptr[i] = (uintptr_t)ctx->args[i].data;
     return 0;
 }
-static const hg_kernel K_POINTERS = {"pointers", k_pointers, HG_CORE_VECTOR};
+static const hg_kernel K_POINTERS = {"pointers", k_pointers, HG_CORE_VECTOR, NULL, NULL};
 
 static int orch_pointers(hg_orch *o, void *user)
 {
@@ -470,7 +470,7 @@ static int k_fail(const hg_kernel_ctx *ctx)
     (void)ctx;
     return 3;
 }
-static const hg_kernel K_UNNAMED = {NULL, k_fail, HG_CORE_VECTOR};
+static const hg_kernel K_UNNAMED = {NULL, k_fail, HG_CORE_VECTOR, NULL, NULL};
 
 TEST(unnamed_kernel_failure_is_reported)
 {

@@ -37,7 +37,7 @@ static int k_add(const hg_kernel_ctx *ctx)
         p[i] = (unsigned char)(p[i] + ctx->scalars[0]);
     return 0;
 }
-static const hg_kernel K_ADD = {"add", k_add, HG_CORE_VECTOR};
+static const hg_kernel K_ADD = {"add", k_add, HG_CORE_VECTOR, NULL, NULL};
 
 enum { BYTES = 4096 };
 
@@ -208,7 +208,7 @@ static int k_strided_add(const hg_kernel_ctx *ctx)
         p[i * v->strides[0]] = (unsigned char)(p[i * v->strides[0]] + 1);
     return 0;
 }
-static const hg_kernel K_STRIDED = {"strided", k_strided_add, HG_CORE_VECTOR};
+static const hg_kernel K_STRIDED = {"strided", k_strided_add, HG_CORE_VECTOR, NULL, NULL};
 
 static int orch_interleaved(hg_orch *o, void *user)
 {

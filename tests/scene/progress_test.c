@@ -23,7 +23,7 @@ static int k_sleep(const hg_kernel_ctx *ctx)
     }
     return 0;
 }
-static const hg_kernel K_SLEEP = {"sleep", k_sleep, HG_CORE_VECTOR};
+static const hg_kernel K_SLEEP = {"sleep", k_sleep, HG_CORE_VECTOR, NULL, NULL};
 
 static int orch_sleep(hg_orch *o, void *user)
 {

@@ -1,0 +1,369 @@
+/*
+ * opencl_test.c: what the OpenCL backend adds to a run: kernels per backend
+ * (a missing slot refused at submit naming the kernel and the device), the
+ * calling convention (tensor views with offsets and strides, scalars, the
+ * status word that fails the run naming the task), programs built once per
+ * source text (copied at the first build: the text may die after submit),
+ * build errors with the compiler's log, and runtime-internal transfers left
+ * out of a run's stats.  Skipped with "skipped: no OpenCL platform" where
+ * there is none.
+ */
+#include <pthread.h>
+#include <string.h>
+
+#include "device/device.h"
+#include "test_device.h"
+#include "testlib.h"
+
+#define N 1000
+
+/* x[i] += k over a 1-D int view (host slot for the sim). */
+static int inc_host(const hg_kernel_ctx *ctx)
+{
+    const hg_kview *x = &ctx->args[0];
+    int *p = x->data;
+    for (size_t i = 0; i < x->shape[0]; i++)
+        p[i * x->strides[0]] += (int)ctx->scalars[0];
+    return 0;
+}
+
+static const char inc_cl[] = "__kernel void inc(HG_STATUS_ARGS, HG_TENSOR(int, x), ulong k)\n"
+                             "{\n"
+                             "    size_t i = get_global_id(0);\n"
+                             "    HG_PTR(x)[i * x_v.strides[0]] += (int)k;\n"
+                             "}\n"
+                             "__kernel void bad(HG_STATUS_ARGS, HG_TENSOR(int, x), ulong k)\n"
+                             "{\n"
+                             "    if (get_global_id(0) == 3)\n"
+                             "        HG_FAIL(42);\n"
+                             "}\n";
+
+typedef struct plan {
+    hg_kernel kernel[3]; /* submitted in turn, one task each over a strided half of x */
+    uint32_t ntasks;
+} plan;
+
+static int orchestrate(hg_orch *o, void *user)
+{
+    const plan *p = user;
+    const hg_arg *x;
+    int rc = hg_orch_arg(o, 0, &x);
+    for (uint32_t t = 0; t < p->ntasks && rc == 0; t++) {
+        /* Every other element from 1: an element offset and a stride. */
+        hg_task_arg ta = {.arg = 0, .access = HG_INOUT, .view = x->tensor};
+        ta.view.offset = 1;
+        ta.view.shape[0] = N / 2;
+        ta.view.strides[0] = 2;
+        uint64_t k = t + 1;
+        hg_task_desc d = {
+            .kernel = &p->kernel[t], .args = &ta, .nargs = 1, .scalars = &k, .nscalars = 1};
+        rc = hg_task_submit(o, &d, NULL);
+    }
+    return rc;
+}
+
+typedef struct fixture {
+    hg_device *dev;
+    hg_runner *r;
+    hg_hostbuf *hb;
+    hg_arg arg;
+} fixture;
+
+static bool fixture_open(fixture *f, const char *backend)
+{
+    bool skipped;
+    memset(f, 0, sizeof *f);
+    f->dev = test_backend_open(backend, NULL, &skipped);
+    if (f->dev == NULL)
+        return false;
+    size_t shape = N;
+    if (hg_runner_open(f->dev, &f->r) != 0 || hg_hostbuf_create(N * sizeof(int), &f->hb) != 0)
+        return false;
+    f->arg = (hg_arg){.name = "x", .dir = HG_INOUT};
+    return hg_tensor_host(&f->arg.tensor, f->hb, HG_I32, 1, &shape) == 0;
+}
+
+static void fixture_close(fixture *f)
+{
+    hg_runner_close(f->r);
+    hg_hostbuf_destroy(f->hb);
+    hg_device_close(f->dev);
+}
+
+static int run(fixture *f, plan *p, hg_run_stats *s)
+{
+    hg_callable c = {"opencl_test", orchestrate, p};
+    return hg_runner_run(f->r, &c, &f->arg, 1, s);
+}
+
+/* Skips (printing why) unless an OpenCL device opens. */
+#define NEED_OPENCL()                                                                              \
+    do {                                                                                           \
+        bool skipped_;                                                                             \
+        hg_device *d_ = test_backend_open("opencl", NULL, &skipped_);                              \
+        if (skipped_)                                                                              \
+            return;                                                                                \
+        ASSERT(d_ != NULL);                                                                        \
+        hg_device_close(d_);                                                                       \
+    } while (0)
+
+TEST(opencl_tasks_run_in_order_with_views_and_scalars)
+{
+    NEED_OPENCL();
+    hg_run_stats st[2];
+    for (int b = 0; b < 2; b++) { /* sim, then opencl: the same bytes and stats */
+        fixture f;
+        ASSERT(fixture_open(&f, b == 0 ? "sim" : "opencl"));
+        plan p = {.ntasks = 3};
+        for (int t = 0; t < 3; t++)
+            p.kernel[t] = (hg_kernel){"inc", inc_host, HG_CORE_VECTOR, inc_cl, "inc"};
+        for (int round = 0; round < 3; round++)
+            ASSERT_OK(run(&f, &p, &st[b]));
+        const int *x = hg_hostbuf_data(f.hb);
+        for (int i = 0; i < N; i++)
+            ASSERT_EQ(x[i], i % 2 ? 3 * 6 : 0); /* (1+2+3) per round on odd elements */
+        if (b == 1)
+            ASSERT_UEQ(device_debug_program_builds(f.dev), 1);
+        fixture_close(&f);
+    }
+    /* Status words and launch data are not the run's copies. */
+    ASSERT_UEQ(st[1].h2d_bytes, st[0].h2d_bytes);
+    ASSERT_UEQ(st[1].d2h_bytes, st[0].d2h_bytes);
+    ASSERT_UEQ(st[1].h2d_copies, st[0].h2d_copies);
+    ASSERT_UEQ(st[1].d2h_copies, st[0].d2h_copies);
+    ASSERT_UEQ(st[1].device_allocs, 0);
+}
+
+/* The source is copied at the first build and the cache is keyed by its
+ * content: a new buffer with the same text builds nothing, and the old one
+ * may die as soon as submit returns. */
+TEST(opencl_programs_build_once_per_source_text)
+{
+    NEED_OPENCL();
+    fixture f;
+    ASSERT(fixture_open(&f, "opencl"));
+    for (int round = 0; round < 3; round++) {
+        char *text = strdup(inc_cl);
+        plan p = {.ntasks = 1};
+        p.kernel[0] = (hg_kernel){"inc", NULL, HG_CORE_VECTOR, text, "inc"};
+        ASSERT_OK(run(&f, &p, NULL));
+        memset(text, 'x', strlen(text)); /* dead text: nothing may read it again */
+        free(text);
+        ASSERT_UEQ(device_debug_program_builds(f.dev), 1);
+    }
+    const int *x = hg_hostbuf_data(f.hb);
+    ASSERT_EQ(x[1], 3);
+    fixture_close(&f);
+}
+
+TEST(opencl_kernel_status_fails_the_run_naming_the_task)
+{
+    NEED_OPENCL();
+    fixture f;
+    ASSERT(fixture_open(&f, "opencl"));
+    plan p = {.ntasks = 3};
+    p.kernel[0] = (hg_kernel){"inc", NULL, HG_CORE_VECTOR, inc_cl, "inc"};
+    p.kernel[1] = (hg_kernel){"bad", NULL, HG_CORE_VECTOR, inc_cl, "bad"};
+    p.kernel[2] = p.kernel[0];
+    ASSERT_EQ(run(&f, &p, NULL), HG_EKERNEL);
+    ASSERT_STR_CONTAINS(hg_runner_errmsg(f.r), "task 1 (kernel 'bad') failed with code 42");
+    const int *x = hg_hostbuf_data(f.hb);
+    for (int i = 0; i < N; i++)
+        ASSERT_EQ(x[i], 0); /* a failed run copies nothing back */
+    p.kernel[1] = p.kernel[0];
+    ASSERT_OK(run(&f, &p, NULL)); /* the status words were cleared */
+    ASSERT_EQ(x[1], 6);
+    fixture_close(&f);
+}
+
+TEST(a_kernel_without_the_devices_slot_is_refused_at_submit)
+{
+    NEED_OPENCL();
+    fixture f;
+    ASSERT(fixture_open(&f, "opencl"));
+    plan p = {.ntasks = 1};
+    p.kernel[0] = (hg_kernel){"host_only", inc_host, HG_CORE_VECTOR, NULL, NULL};
+    ASSERT_EQ(run(&f, &p, NULL), HG_EUNSUPPORTED);
+    ASSERT_STR_CONTAINS(hg_runner_errmsg(f.r), "kernel 'host_only' has no OpenCL slot");
+    ASSERT_STR_CONTAINS(hg_runner_errmsg(f.r), "opencl:platform=0,device=0");
+    fixture_close(&f);
+    ASSERT(fixture_open(&f, "sim"));
+    p.kernel[0] = (hg_kernel){"cl_only", NULL, HG_CORE_VECTOR, inc_cl, "inc"};
+    ASSERT_EQ(run(&f, &p, NULL), HG_EUNSUPPORTED);
+    ASSERT_STR_CONTAINS(hg_runner_errmsg(f.r), "kernel 'cl_only' has no host function");
+    ASSERT_STR_CONTAINS(hg_runner_errmsg(f.r), "sim:cores=4");
+    fixture_close(&f);
+}
+
+TEST(a_build_error_reports_the_compiler_log)
+{
+    NEED_OPENCL();
+    fixture f;
+    ASSERT(fixture_open(&f, "opencl"));
+    plan p = {.ntasks = 1};
+    p.kernel[0] = (hg_kernel){"broken", NULL, HG_CORE_VECTOR,
+                              "__kernel void inc(HG_STATUS_ARGS) { undeclared_thing = 1; }", "inc"};
+    ASSERT_EQ(run(&f, &p, NULL), HG_EINVAL);
+    ASSERT_STR_CONTAINS(hg_runner_errmsg(f.r), "does not build");
+    ASSERT_STR_CONTAINS(hg_runner_errmsg(f.r), "undeclared_thing");
+    p.kernel[0] = (hg_kernel){"no_entry", NULL, HG_CORE_VECTOR, inc_cl, "nonesuch"};
+    ASSERT_EQ(run(&f, &p, NULL), HG_EINVAL);
+    ASSERT_STR_CONTAINS(hg_runner_errmsg(f.r), "'nonesuch'");
+    ASSERT_STR_CONTAINS(hg_runner_errmsg(f.r), "CL_INVALID_KERNEL_NAME");
+    fixture_close(&f);
+}
+
+/* A task whose args do not match its entry point's parameters fails the
+ * run naming the task and the kernel, in the API's words. */
+TEST(opencl_arg_mismatch_names_the_task)
+{
+    NEED_OPENCL();
+    fixture f;
+    ASSERT(fixture_open(&f, "opencl"));
+    plan p = {.ntasks = 1};
+    p.kernel[0] =
+        (hg_kernel){"no_params", NULL, HG_CORE_VECTOR, "__kernel void k(HG_STATUS_ARGS) {}", "k"};
+    ASSERT_EQ(run(&f, &p, NULL), HG_EINVAL);
+    ASSERT_STR_CONTAINS(hg_runner_errmsg(f.r), "task 0 (kernel 'no_params')");
+    ASSERT_STR_CONTAINS(hg_runner_errmsg(f.r), "CL_INVALID_ARG_INDEX");
+    p.kernel[0] = (hg_kernel){"inc", NULL, HG_CORE_VECTOR, inc_cl, "inc"};
+    ASSERT_OK(run(&f, &p, NULL)); /* the device is still usable */
+    fixture_close(&f);
+}
+
+/* Two runners in two threads share one OpenCL device: their runs take
+ * turns (a cl_kernel's args belong to the object), their copies and
+ * allocations interleave, and each gets its own exact result. */
+typedef struct sharer {
+    hg_device *dev;
+    int rc, value;
+} sharer;
+
+static void *share_main(void *arg)
+{
+    sharer *sh = arg;
+    fixture f = {.dev = sh->dev};
+    size_t shape = N;
+    sh->rc = hg_runner_open(sh->dev, &f.r);
+    if (sh->rc == 0)
+        sh->rc = hg_hostbuf_create(N * sizeof(int), &f.hb);
+    f.arg = (hg_arg){.name = "x", .dir = HG_INOUT};
+    if (sh->rc == 0)
+        sh->rc = hg_tensor_host(&f.arg.tensor, f.hb, HG_I32, 1, &shape);
+    plan p = {.ntasks = 2};
+    p.kernel[0] = p.kernel[1] = (hg_kernel){"inc", NULL, HG_CORE_VECTOR, inc_cl, "inc"};
+    for (int i = 0; i < 20 && sh->rc == 0; i++)
+        sh->rc = run(&f, &p, NULL);
+    sh->value = sh->rc == 0 ? ((const int *)hg_hostbuf_data(f.hb))[1] : -1;
+    hg_runner_close(f.r);
+    hg_hostbuf_destroy(f.hb);
+    return NULL;
+}
+
+TEST(opencl_runners_in_two_threads_share_a_device)
+{
+    NEED_OPENCL();
+    bool skipped;
+    hg_device *dev = test_backend_open("opencl", NULL, &skipped);
+    ASSERT(dev != NULL);
+    sharer sh[2] = {{.dev = dev}, {.dev = dev}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        ASSERT_OK(pthread_create(&th[i], NULL, share_main, &sh[i]));
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < 2; i++) {
+        ASSERT_OK(sh[i].rc);
+        ASSERT_EQ(sh[i].value, 20 * 3); /* (1 + 2) per run */
+    }
+    ASSERT_UEQ(device_debug_program_builds(dev), 1);
+    hg_device_counters c;
+    hg_device_counters_get(dev, &c);
+    ASSERT_UEQ(c.live_bytes, 0);
+    hg_device_close(dev);
+}
+
+/* The convention's corners, as hostgraph.h promises them: bf16 arrives as
+ * ushort and the preamble's helpers round as hg_f32_to_bf16 does; a task
+ * that writes nothing runs as one work item; a task whose first written
+ * arg is empty is not launched; an empty view arrives as a NULL buffer. */
+static const char corners_cl[] =
+    "__kernel void to_bf16(HG_STATUS_ARGS, HG_TENSOR(ushort, h), HG_TENSOR(float, f))\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    HG_PTR(h)[i] = hg_f32_to_bf16(HG_PTR(f)[i]);\n"
+    "}\n"
+    "__kernel void check(HG_STATUS_ARGS, HG_TENSOR(ushort, h), HG_TENSOR(float, e))\n"
+    "{\n"
+    "    if (get_global_size(0) != 1) { HG_FAIL(9); return; }\n"
+    "    if (e != 0) { HG_FAIL(5); return; }\n"
+    "    for (ulong i = 0; i < h_v.shape[0]; i++) {\n"
+    "        float back = hg_bf16_to_f32(HG_PTR(h)[i]);\n"
+    "        if (hg_f32_to_bf16(back) != HG_PTR(h)[i] && back == back) { HG_FAIL(8); return; }\n"
+    "    }\n"
+    "}\n"
+    "__kernel void never(HG_STATUS_ARGS, HG_TENSOR(float, e))\n"
+    "{\n"
+    "    HG_FAIL(6);\n"
+    "}\n";
+
+#define NC 8
+
+static int corners_orch(hg_orch *o, void *user)
+{
+    static const hg_kernel to_bf16 = {"to_bf16", NULL, HG_CORE_VECTOR, corners_cl, "to_bf16"};
+    static const hg_kernel check = {"check", NULL, HG_CORE_VECTOR, corners_cl, "check"};
+    static const hg_kernel never = {"never", NULL, HG_CORE_VECTOR, corners_cl, "never"};
+    const hg_arg *f, *h;
+    int rc = hg_orch_arg(o, 0, &f);
+    if (rc == 0)
+        rc = hg_orch_arg(o, 1, &h);
+    hg_task_arg empty = {.arg = 0, .access = HG_OUT, .view = f->tensor};
+    empty.view.shape[0] = 0;
+    hg_task_arg conv[2] = {{1, HG_OUT, h->tensor}, {0, HG_IN, f->tensor}};
+    hg_task_arg chk[2] = {{1, HG_IN, h->tensor}, empty};
+    chk[1].access = HG_IN;
+    hg_task_desc d[3] = {{.kernel = &to_bf16, .args = conv, .nargs = 2},
+                         {.kernel = &check, .args = chk, .nargs = 2},
+                         {.kernel = &never, .args = &empty, .nargs = 1}};
+    for (int t = 0; t < 3 && rc == 0; t++)
+        rc = hg_task_submit(o, &d[t], NULL);
+    return rc;
+}
+
+TEST(opencl_convention_corners_bf16_single_item_empty_views)
+{
+    NEED_OPENCL();
+    bool skipped;
+    hg_device *dev = test_backend_open("opencl", NULL, &skipped);
+    hg_runner *r;
+    hg_hostbuf *fb, *hb;
+    ASSERT(dev != NULL);
+    ASSERT_OK(hg_runner_open(dev, &r));
+    ASSERT_OK(hg_hostbuf_create(NC * sizeof(float), &fb));
+    ASSERT_OK(hg_hostbuf_create(NC * sizeof(uint16_t), &hb));
+    /* Ties to even both ways, a NaN, a value that rounds up, infinity. */
+    const float in[NC] = {1.0f,      1.00390625f, 1.01171875f, 0.0f / 0.0f,
+                          -3.14159f, 1e30f,       1.0f / 0.0f, -0.0f};
+    ASSERT_OK(hg_hostbuf_write(fb, 0, in, sizeof in));
+    size_t n = NC;
+    hg_arg args[2] = {{.name = "f", .dir = HG_INOUT}, {.name = "h", .dir = HG_OUT}};
+    ASSERT_OK(hg_tensor_host(&args[0].tensor, fb, HG_F32, 1, &n));
+    ASSERT_OK(hg_tensor_host(&args[1].tensor, hb, HG_BF16, 1, &n));
+    hg_callable c = {"corners", corners_orch, NULL};
+    int rc = hg_runner_run(r, &c, args, 2, NULL);
+    if (rc != 0)
+        TEST_FAIL_("run: %s", hg_runner_errmsg(r));
+    const uint16_t *h = hg_hostbuf_data(hb);
+    for (int i = 0; i < NC; i++)
+        ASSERT_UEQ(h[i], hg_f32_to_bf16(in[i]));
+    hg_runner_close(r);
+    hg_hostbuf_destroy(fb);
+    hg_hostbuf_destroy(hb);
+    hg_device_close(dev);
+}
+
+int main(void)
+{
+    return RUN_TESTS();
+}
