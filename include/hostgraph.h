@@ -577,20 +577,21 @@ uint64_t hg_runner_device_bytes(const hg_runner *r);
 /* Device bytes and number of the runner's resident copies now. */
 uint64_t hg_runner_resident_bytes(const hg_runner *r);
 uint32_t hg_runner_resident_copies(const hg_runner *r);
-/* Verify mode (off by default; off, it costs nothing): keeps a host shadow
- * of each resident copy (the host bytes it was made equal to) and, at bind,
- * checks every byte of a reused copy's extent that no write through the API
- * declared since the copy was published against it.  Any such byte that
+/* Verify mode (off by default; off, it costs nothing): before a run reuses
+ * a resident copy, checks every byte of its extent that no write through
+ * the API declared since the copy was published.  Any such byte that
  * changed, a host write that bypassed the API, fails that run with
  * HG_ESTALE naming the arg, the buffer and the byte, whatever declared
  * writes the buffer also had; no host byte, output or generation changes.
- * Cost per run: one pass over each resident arg's extent at bind (compared,
- * or copied into the shadow where uploaded) plus the bytes an INOUT copied
- * back; memory: one host copy of each resident extent while it is on.
- * Copies published while it was off have no shadow: the first run with it
- * on uploads them again (whole).  When a buffer's write log no longer
- * reaches back to a copy's generation (HG_HOSTBUF_LOG), the copy is
- * uploaded whole rather than checked: nothing stale is computed on. */
+ * Cost per run: each resident arg's extent hashed once (XXH3, in 64 KiB
+ * blocks; a block a declared write touched is compared byte for byte with
+ * a host shadow instead), plus the bytes uploaded or copied back, copied
+ * into the shadow.  Memory: the shadow, one host copy of each resident
+ * extent, while it is on.  Copies published while it was off cannot be
+ * checked: the first run with it on uploads them again (whole).  When a
+ * buffer's write log no longer reaches back to a copy's generation
+ * (HG_HOSTBUF_LOG), the copy is uploaded whole rather than checked: nothing
+ * stale is computed on. */
 void hg_runner_set_verify(hg_runner *r, bool on);
 /* Debug switch (off by default): fill pooled scratch with 0xA5 each time it
  * is reused, so a kernel that reads scratch it never wrote sees garbage. */

@@ -17,20 +17,15 @@
  * far; else its whole extent.  A copy that is not current (a failed run, a
  * new copy) uploads its whole extent: its device bytes are unknown.
  *
- * Verify mode keeps a host shadow of each resident copy: the host bytes
- * the copy was last made equal to (at upload, or after copy-back).  At bind
- * a current copy is checked byte for byte: every byte outside the ranges
- * declared since it was published must equal the shadow, whatever else was
- * declared (a write that bypassed the API next to a declared one is still
- * caught); a mismatch is HG_ESTALE naming the arg, the buffer and the byte.
- * Then what is uploaded is copied into the shadow.  Cost: one pass over the
- * extent per run (compare, or copy where uploaded), plus the bytes an INOUT
- * copied back, copied into its shadow at publish; memory: one host copy of
- * each resident extent, only while verify mode is on.  A copy published
- * while it was off has no shadow and cannot be checked, so verify mode
- * uploads it again (whole).  When the write log no longer reaches back to
- * the copy's generation, declared and undeclared writes cannot be told
- * apart: the whole extent is uploaded, so nothing stale is computed on.
+ * Verify mode (verify.c) checks a current copy before reusing it: every
+ * byte outside the ranges declared since it was published must be as it
+ * was published (blocks no declared write touched by their hash, the rest
+ * of a declared block against a host shadow), whatever else was declared;
+ * a mismatch is HG_ESTALE naming the arg, the buffer and the byte.  A copy
+ * published while verify was off cannot be checked, so verify mode uploads
+ * it again (whole).  When the write log no longer reaches back to the
+ * copy's generation, declared and undeclared writes cannot be told apart:
+ * the whole extent is uploaded, so nothing stale is computed on.
  *
  * An IN's copy is published at the generation sampled at bind, the one
  * whose bytes it holds: a write during the run (which the API forbids)
@@ -73,63 +68,6 @@ static void plan_ranged_upload(stage_plan *p, stage_arg *sa, uint32_t first, siz
     p->rstats.h2d_bytes_skipped += (sa->hi - sa->lo) - bytes;
 }
 
-static const unsigned char *host_at(const stage_arg *sa, size_t offset)
-{
-    return (const unsigned char *)hg_hostbuf_data(sa->tensor.host) + offset;
-}
-
-/* Verify mode: every byte of [lo, hi) (buffer offsets) equals the shadow;
- * else the offset of the first that does not. */
-static size_t shadow_differs(stage_plan *p, const stage_arg *sa, const resident_copy *r, size_t lo,
-                             size_t hi)
-{
-    p->rstats.verified_bytes += hi - lo;
-    if (memcmp(host_at(sa, lo), r->shadow + (lo - sa->lo), hi - lo) == 0)
-        return SIZE_MAX;
-    size_t i = lo;
-    while (*host_at(sa, i) == r->shadow[i - sa->lo])
-        i++;
-    return i;
-}
-
-/* Verify mode, a current copy with a shadow: the bytes outside the n
- * declared ranges at p->spans[first..] must equal the shadow. */
-static int check_undeclared(stage_plan *p, const stage_arg *sa, const resident_copy *r,
-                            uint32_t first, size_t n, hg_err *e)
-{
-    size_t at = sa->lo, bad = SIZE_MAX;
-    for (size_t k = 0; k <= n && bad == SIZE_MAX; k++) {
-        size_t end = k < n ? p->spans[first + k].lo : sa->hi;
-        if (at < end)
-            bad = shadow_differs(p, sa, r, at, end);
-        if (k < n)
-            at = p->spans[first + k].hi;
-    }
-    if (bad == SIZE_MAX)
-        return 0;
-    return err_set(e, HG_ESTALE,
-                   "arg '%s': host buffer %llu changed at byte %zu without a write through the "
-                   "API since generation %llu (verify mode): its resident copy is stale",
-                   sa->name, (unsigned long long)hg_hostbuf_id(sa->tensor.host), bad,
-                   (unsigned long long)r->generation);
-}
-
-/* Verify mode: the shadow takes the host bytes that are uploaded now. */
-static int shadow_take(stage_plan *p, const stage_arg *sa, resident_copy *r, hg_err *e)
-{
-    if (r->shadow == NULL && (r->shadow = malloc(sa->hi - sa->lo)) == NULL)
-        return err_set(e, HG_ENOMEM, "arg '%s': cannot allocate the %zu-byte verify shadow",
-                       sa->name, sa->hi - sa->lo);
-    size_t n = sa->up_whole ? 1 : sa->up_n;
-    for (size_t k = 0; k < n; k++) {
-        size_t lo = sa->up_whole ? sa->lo : p->spans[sa->up_first + k].lo;
-        size_t hi = sa->up_whole ? sa->hi : p->spans[sa->up_first + k].hi;
-        memcpy(r->shadow + (lo - sa->lo), host_at(sa, lo), hi - lo);
-        p->rstats.verified_bytes += hi - lo;
-    }
-    return 0;
-}
-
 /* A copy that exists: a hit, a ranged upload (current, older than the
  * buffer) or a whole one; in verify mode, checked against its shadow. */
 static int bind_existing(stage_plan *p, stage_arg *sa, resident_copy *r, uint64_t gen, hg_err *e)
@@ -140,7 +78,7 @@ static int bind_existing(stage_plan *p, stage_arg *sa, resident_copy *r, uint64_
         uint32_t first = 0;
         size_t n = r->generation == gen ? 0 : written_since(p, sa, r->generation, &first);
         if (n != SIZE_MAX && p->verify) {
-            int rc = check_undeclared(p, sa, r, first, n, e);
+            int rc = verify_check(p, sa, r, p->spans + first, n, e);
             if (rc != 0)
                 return rc;
         }
@@ -193,7 +131,7 @@ static int bind_one(stage_plan *p, hg_device *dev, stage_arg *sa, hg_err *e)
     }
     resident_copy *r = &c->copies[i];
     if (p->verify && sa->upload) {
-        int rc = shadow_take(p, sa, r, e);
+        int rc = verify_take(p, sa, r, e);
         if (rc != 0)
             return rc;
     }
@@ -231,20 +169,6 @@ int stage_bind_resident(stage_plan *p, hg_device *dev, hg_err *e)
     return 0;
 }
 
-/* Verify mode, an INOUT after copy-back: its shadow takes the device bytes
- * that came back, from staging (the rest of the extent was equal on host,
- * shadow and device at bind).  From staging, not the host: a fetched
- * range's bytes no task wrote (a strided view's gaps) are not committed,
- * and a host byte there changed behind the API must still differ. */
-static void shadow_copied_back(stage_plan *p, const stage_arg *sa, resident_copy *r)
-{
-    for (uint32_t k = sa->back_first; k < sa->back_first + sa->back_n; k++) {
-        const hg_range *s = &p->spans[k];
-        memcpy(r->shadow + (s->lo - sa->lo), p->staging + p->span_staging[k], s->hi - s->lo);
-        p->rstats.verified_bytes += s->hi - s->lo;
-    }
-}
-
 void stage_publish(stage_plan *p)
 {
     for (uint32_t i = 0; i < p->nargs; i++) {
@@ -270,7 +194,7 @@ void stage_publish(stage_plan *p)
             (sa->back_gen && sa->back_gen != sa->bind_gen + 1))
             continue;
         if (p->verify)
-            shadow_copied_back(p, sa, r);
+            verify_copied_back(p, sa, r);
         r->current = true;
         r->shadowed = p->verify;
         r->generation = expected;

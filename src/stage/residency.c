@@ -35,6 +35,11 @@ void residency_init(residency_cache *c)
     c->free_slot = c->lru = c->mru = RESIDENCY_NONE;
 }
 
+uint64_t residency_hash(const void *bytes, size_t len)
+{
+    return XXH3_64bits(bytes, len);
+}
+
 static uint32_t key_slot(const residency_cache *c, uint64_t id, size_t lo, size_t hi)
 {
     uint64_t k[3] = {id, (uint64_t)lo, (uint64_t)hi};
@@ -157,6 +162,7 @@ static void copy_forget(residency_cache *c, uint32_t i)
     index_delete(c, i);
     lru_unlink(c, i);
     free(r->shadow);
+    free(r->block_hash);
     free(r->link);
     c->held -= r->span;
     c->nlive--;

@@ -43,6 +43,7 @@ typedef struct resident_copy {
     bool current;           /* published, and nothing wrote the device bytes since */
     bool shadowed;          /* verify mode: `shadow` holds the host bytes at publish */
     unsigned char *shadow;  /* verify mode's host copy of the extent, or NULL */
+    uint64_t *block_hash;   /* verify mode: XXH3 of each block of the shadow (verify.c) */
     uint64_t last_run;      /* LRU clock: the last run that used it */
     uint64_t bound_run;     /* the last run that bound an arg to it (one upload per run) */
     bool live;              /* false: a free slot (indices of live copies never move) */
@@ -94,5 +95,8 @@ int residency_add(residency_cache *c, hg_device *dev, hg_device_counters *tally,
  * bytes are freed or none is left; returns how many it freed. */
 uint64_t residency_evict(residency_cache *c, hg_device *dev, hg_device_counters *tally,
                          uint64_t run, uint64_t bytes);
+
+/* XXH3 of host bytes: verify mode's block fingerprint. */
+uint64_t residency_hash(const void *bytes, size_t len);
 
 #endif

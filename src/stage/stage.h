@@ -190,6 +190,17 @@ int stage_plan_build(stage_plan *p, hg_device *dev, const hg_arg *args, uint32_t
  * HG_ESTALE in verify mode when a hit's host bytes changed behind the API. */
 int stage_bind_resident(stage_plan *p, hg_device *dev, hg_err *e);
 
+/* Verify mode (verify.c).  verify_check: a current copy's bytes outside the
+ * n declared ranges (sorted, merged, within its extent) equal what the copy
+ * was published with, else HG_ESTALE naming the arg, the buffer and the
+ * byte.  verify_take: the bytes uploaded now (the arg's upload ranges) go
+ * into the copy's shadow; HG_ENOMEM.  verify_copied_back: an INOUT's
+ * fetched bytes (from staging) go into its shadow. */
+int verify_check(stage_plan *p, const stage_arg *sa, const resident_copy *r,
+                 const hg_range *declared, size_t n, hg_err *e);
+int verify_take(stage_plan *p, const stage_arg *sa, resident_copy *r, hg_err *e);
+void verify_copied_back(stage_plan *p, const stage_arg *sa, resident_copy *r);
+
 /* Lays out the slices in the retained buffer: offsets and `required`. */
 int stage_plan_layout(stage_plan *p, hg_err *e);
 

@@ -399,6 +399,42 @@ TEST(verify_catches_an_undeclared_write_in_the_block_of_a_declared_one)
     expect_stale(HG_INOUT, 2999, 3000);
 }
 
+/* An extent of several verify blocks: an undeclared write in a block no
+ * declared write touches (judged by its hash), with and without declared
+ * writes elsewhere, names its byte. */
+TEST(verify_catches_an_undeclared_write_blocks_away_from_a_declared_one)
+{
+    enum { BIG = 256 << 10 };
+    for (int declare = 0; declare < 2; declare++) {
+        hg_device *dev = test_device_open("sim:cores=2");
+        hg_runner *r;
+        hg_hostbuf *hb;
+        ASSERT(dev != NULL);
+        ASSERT_OK(hg_runner_open(dev, &r));
+        ASSERT_OK(hg_hostbuf_create(BIG, &hb));
+        hg_runner_set_verify(r, true);
+        hg_arg args[1] = {{"w", HG_IN, {0}, 0, HG_RESIDENT}};
+        ASSERT_OK(view(hb, 0, BIG, &args[0].tensor));
+        const hg_callable c = {"none", orch_read_in, NULL};
+        hg_run_stats s;
+        ASSERT_OK(hg_runner_run(r, &c, args, 1, &s));
+        ASSERT_OK(hg_runner_run(r, &c, args, 1, &s));
+        ASSERT_UEQ(s.resident_hits, 1);
+        ((unsigned char *)hg_hostbuf_data(hb))[200000] = 9; /* behind the API's back */
+        if (declare)
+            ASSERT_OK(hg_hostbuf_write(hb, 10, "x", 1));
+        ASSERT_EQ(hg_runner_run(r, &c, args, 1, &s), HG_ESTALE);
+        ASSERT_STR_CONTAINS(hg_runner_errmsg(r), "changed at byte 200000");
+        ASSERT_OK(hg_hostbuf_mark_written(hb, 200000, 1));
+        ASSERT_OK(hg_runner_run(r, &c, args, 1, &s));
+        ASSERT_OK(hg_runner_run(r, &c, args, 1, &s)); /* and clean again */
+        ASSERT_UEQ(s.resident_hits, 1);
+        hg_runner_close(r);
+        hg_hostbuf_destroy(hb);
+        hg_device_close(dev);
+    }
+}
+
 TEST(a_run_without_a_runner_still_fills_its_stats)
 {
     hg_run_stats s;
