@@ -23,9 +23,10 @@
  *     does not run.
  * The subject has two runners on two devices; a run takes either.  After
  * every run, every host byte of the two worlds must be identical.
- * Scenarios of known defects (tests/known_bugs.h) run only when listed in
- * HG_FUZZ_KNOWN_BUGS: 1 (declared writes beside an undeclared one), 7 (a
- * runner's resident copies bounded by its live buffers' extents).
+ * The scenarios of defects 1 (declared writes beside an undeclared one) and
+ * 7 (a runner's resident copies bounded by its live buffers' extents), both
+ * fixed, run by default; HG_FUZZ_KNOWN_BUGS (tests/known_bugs.h) can turn
+ * them off.
  *
  *     HG_MODEL_OPS=N   operations (default 100000; the soak label runs more)
  *     HG_TEST_SEED=S   replays a failing sequence
