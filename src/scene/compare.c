@@ -11,7 +11,7 @@
  * device pages and a drift of the machine (another process, the clock) hits
  * every mode alike.  Each mode's later-round average is the median over its
  * repeats, with its min-max spread; a mode is faster or slower than off only
- * when the spreads do not overlap (spread.c).  The JSON keeps one shape:
+ * when the spreads lie apart by more than the wider one (spread.c).  The JSON keeps one shape:
  * modes[m] is the first repeat's `run --json` report, plus the spread and
  * the verdict.  A mode's overall counts its setup (pin's upload) and its
  * rounds, not the shared case making.

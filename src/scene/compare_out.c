@@ -64,7 +64,8 @@ void compare_print_table(FILE *f, const scene_run_opts *o, const mode_run *m)
     fprintf(f,
             "%s: later_ms is the median of %u repeats' later-round averages (rounds 2..%u),\n"
             "modes interleaved on fresh devices; later_vs_off: against off's median, negative "
-            "means faster;\nwithin noise: the min-max spreads overlap\n",
+            "means faster;\nwithin noise: the min-max spreads overlap or lie closer than the wider "
+            "one\n",
             o->scene->name, o->repeat > 0 ? o->repeat : 1, o->rounds);
     for (int r = 0; r < nrows; r++) {
         for (int c = 0; c + 1 < COLS; c++)

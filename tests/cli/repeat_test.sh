@@ -32,8 +32,13 @@ for mode, m in r["modes"].items():
     assert 0 <= lo <= med <= hi, (mode, lo, med, hi)
     assert m["verdict"] in ("faster", "slower", "within noise"), m["verdict"]
     off = r["modes"]["off"]
-    overlap = not (hi < off["later_avg_ms_min"] or lo > off["later_avg_ms_max"])
-    want = "within noise" if overlap else ("faster" if hi < off["later_avg_ms_min"] else "slower")
+    width = max(hi - lo, off["later_avg_ms_max"] - off["later_avg_ms_min"])
+    if off["later_avg_ms_min"] - hi > width:
+        want = "faster"
+    elif lo - off["later_avg_ms_max"] > width:
+        want = "slower"
+    else:
+        want = "within noise"  # the spreads overlap, or lie closer than their width
     assert m["verdict"] == want, (mode, m["verdict"], want)
 PY
 
