@@ -20,9 +20,10 @@
  * takes the watch off the buffer first (eviction, close) frees the device
  * memory, never both. */
 typedef struct copy_link {
-    hostbuf_watch watch; /* first: the callback gets this pointer */
-    residency_cache *cache;
-    hg_hostbuf *hb; /* while not an orphan */
+    hostbuf_watch watch;    /* first: the callback gets this pointer */
+    residency_cache *cache; /* only its orphan list is touched from other threads */
+    hg_device *dev;         /* the copy's device (the cache's own fields are its runner's) */
+    hg_hostbuf *hb;         /* while not an orphan */
     hg_devaddr addr;
     uint32_t copy; /* its record in the cache */
     bool orphan;
@@ -175,7 +176,7 @@ static void copy_forget(residency_cache *c, uint32_t i)
 static void link_destroyed(hostbuf_watch *w)
 {
     copy_link *l = (copy_link *)w;
-    device_free(l->cache->dev, l->addr, NULL);
+    device_free(l->dev, l->addr, NULL);
     l->orphan = true;
     l->hb = NULL;
     l->next_orphan = l->cache->orphans;
@@ -314,8 +315,12 @@ int residency_add(residency_cache *c, hg_device *dev, hg_device_counters *tally,
         free(l);
         return rc;
     }
-    *l = (copy_link){
-        .watch = {.destroyed = link_destroyed}, .cache = c, .hb = hb, .addr = addr, .copy = slot};
+    *l = (copy_link){.watch = {.destroyed = link_destroyed},
+                     .cache = c,
+                     .dev = dev,
+                     .hb = hb,
+                     .addr = addr,
+                     .copy = slot};
     c->copies[slot] = (resident_copy){.buf_id = hg_hostbuf_id(hb),
                                       .lo = lo,
                                       .hi = hi,
