@@ -318,6 +318,8 @@ static int corners_orch(hg_orch *o, void *user)
     int rc = hg_orch_arg(o, 0, &f);
     if (rc == 0)
         rc = hg_orch_arg(o, 1, &h);
+    if (rc != 0)
+        return rc;
     hg_task_arg empty = {.arg = 0, .access = HG_OUT, .view = f->tensor};
     empty.view.shape[0] = 0;
     hg_task_arg conv[2] = {{1, HG_OUT, h->tensor}, {0, HG_IN, f->tensor}};
