@@ -78,7 +78,8 @@ static int bind_existing(stage_plan *p, stage_arg *sa, resident_copy *r, uint64_
         uint32_t first = 0;
         size_t n = r->generation == gen ? 0 : written_since(p, sa, r->generation, &first);
         if (n != SIZE_MAX && p->verify) {
-            int rc = verify_check(p, sa, r, p->spans + first, n, e);
+            /* No list at all when nothing was declared (and none allocated yet). */
+            int rc = verify_check(p, sa, r, n ? p->spans + first : NULL, n, e);
             if (rc != 0)
                 return rc;
         }
