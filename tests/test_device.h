@@ -50,4 +50,16 @@ static inline hg_device *test_backend_open(const char *backend, const char *keys
     return NULL;
 }
 
+/* True (having printed why) when backend's tests are to be skipped here
+ * (test_backend_open's rule).  False when it opens, and also when it fails
+ * to open for another reason: the test's own open then fails it loudly. */
+static inline bool test_backend_skipped(const char *backend)
+{
+    bool skipped;
+    hg_device *dev = test_backend_open(backend, NULL, &skipped);
+    if (dev != NULL)
+        hg_device_close(dev);
+    return skipped;
+}
+
 #endif
