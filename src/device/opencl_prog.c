@@ -85,20 +85,27 @@ uint64_t opencl_program_builds(void *state)
 /* The first OCL_LOG_LINES lines of the build log into e. */
 static int ocl_build_error(ocl_dev *s, cl_program prog, const char *entry, hg_err *e)
 {
-    char log[HG_ERR_MSG_MAX] = "";
+    /* The whole log first: asked for into a smaller buffer, OpenCL returns
+     * CL_INVALID_VALUE and writes nothing, which would leave the message
+     * empty exactly when the log is long. */
     size_t len = 0;
-    s->api->clGetProgramBuildInfo(prog, s->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, &len);
-    log[sizeof log - 1] = '\0';
+    s->api->clGetProgramBuildInfo(prog, s->id, CL_PROGRAM_BUILD_LOG, 0, NULL, &len);
+    char *log = len > 0 ? calloc(1, len + 1) : NULL;
+    if (log == NULL || s->api->clGetProgramBuildInfo(prog, s->id, CL_PROGRAM_BUILD_LOG, len, log,
+                                                     NULL) != CL_SUCCESS)
+        len = 0;
     char *p = log;
-    for (int line = 0; line < OCL_LOG_LINES && p != NULL; line++) {
+    for (int line = 0; line < OCL_LOG_LINES && p != NULL && len > 0; line++) {
         p = strchr(p, '\n');
         if (p != NULL)
             *p++ = ' ';
         if (line == OCL_LOG_LINES - 1 && p != NULL)
             *p = '\0';
     }
-    return err_set(e, HG_EINVAL, "OpenCL program of kernel entry '%s' does not build: %s", entry,
-                   log);
+    int rc = err_set(e, HG_EINVAL, "OpenCL program of kernel entry '%s' does not build: %s", entry,
+                     len > 0 ? log : "(no build log)");
+    free(log);
+    return rc;
 }
 
 /* Builds a copy of source[0..len) (prog_lock held). */

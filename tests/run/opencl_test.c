@@ -187,6 +187,17 @@ TEST(a_build_error_reports_the_compiler_log)
     ASSERT_EQ(run(&f, &p, NULL), HG_EINVAL);
     ASSERT_STR_CONTAINS(hg_runner_errmsg(f.r), "does not build");
     ASSERT_STR_CONTAINS(hg_runner_errmsg(f.r), "undeclared_thing");
+    /* Thirty errors: the message has the log's first lines, not all of it. */
+    char many[2048] = "__kernel void inc(HG_STATUS_ARGS) {\n";
+    for (int i = 0; i < 30; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "  undeclared_%02d = 1;\n", i);
+    strcat(many, "}\n");
+    p.kernel[0] = (hg_kernel){"many", NULL, HG_CORE_VECTOR, many, "inc"};
+    ASSERT_EQ(run(&f, &p, NULL), HG_EINVAL);
+    ASSERT_STR_CONTAINS(hg_runner_errmsg(f.r), "undeclared_00");
+    ASSERT(strstr(hg_runner_errmsg(f.r), "undeclared_29") == NULL);
+    printf("     %s\n", hg_runner_errmsg(f.r));
+    ASSERT_UEQ(device_debug_program_builds(f.dev), 0); /* a failed build is not kept */
     p.kernel[0] = (hg_kernel){"no_entry", NULL, HG_CORE_VECTOR, inc_cl, "nonesuch"};
     ASSERT_EQ(run(&f, &p, NULL), HG_EINVAL);
     ASSERT_STR_CONTAINS(hg_runner_errmsg(f.r), "'nonesuch'");
