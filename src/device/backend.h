@@ -116,6 +116,8 @@ typedef struct device_ops {
     int (*launch)(void *state, const device_task *t, hg_err *e);
     int (*queue_end)(void *state, uint32_t ntasks, device_queue_result *res, hg_err *e);
     uint64_t (*program_builds)(void *state);
+    /* Optional (NULL: 0): device_debug_profiled_runs. */
+    uint64_t (*profiled_runs)(void *state);
     /* Optional (NULL: 0): device_alloc_piece. */
     uint64_t (*alloc_piece)(void *state);
     /* Optional: the calling thread's last backend message ("" or NULL). */

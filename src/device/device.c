@@ -567,6 +567,13 @@ uint64_t device_alloc_piece(const hg_device *dev)
     return dev->ops->alloc_piece(dev->state);
 }
 
+uint64_t device_debug_profiled_runs(const hg_device *dev)
+{
+    if (dev == NULL || dev->ops->profiled_runs == NULL)
+        return 0;
+    return dev->ops->profiled_runs(dev->state);
+}
+
 uint64_t device_debug_program_builds(const hg_device *dev)
 {
     if (dev == NULL || dev->ops->program_builds == NULL)

@@ -162,6 +162,9 @@ int device_queue_end(hg_device *dev, uint32_t ntasks, device_queue_result *res, 
  * its size (the sim).  OpenCL: its max alloc, rounded down to
  * HG_DEVICE_ALIGN. */
 uint64_t device_alloc_piece(const hg_device *dev);
+/* Runs the device has timed per task (queue_begin's `profile`): tests see
+ * that an untraced run pays no profiling. */
+uint64_t device_debug_profiled_runs(const hg_device *dev);
 /* Programs the device has built (tests: a later round builds none). */
 uint64_t device_debug_program_builds(const hg_device *dev);
 /* The calling thread's last message from dev's backend ("" if none): why

@@ -412,6 +412,7 @@ const device_ops device_opencl_ops = {
     .launch = opencl_launch,
     .queue_end = opencl_queue_end,
     .program_builds = opencl_program_builds,
+    .profiled_runs = opencl_profiled_runs,
     .alloc_piece = ocl_alloc_piece,
     .errmsg = ocl_errmsg,
 };

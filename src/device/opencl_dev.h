@@ -69,6 +69,7 @@ typedef struct ocl_dev {
     cl_event *waits;   /* one launch's wait list */
     uint32_t waits_cap;
     bool profiling;         /* this run's queue set */
+    uint64_t profiled_runs; /* runs that used it (device_debug_profiled_runs) */
     cl_event begin;         /* the status words' fill: every root task waits on it */
     uint64_t begin_host_ns; /* the host clock when `begin` was enqueued */
 } ocl_dev;
@@ -90,6 +91,7 @@ int opencl_queue_begin(void *state, uint32_t ntasks, bool profile, hg_err *e);
 int opencl_launch(void *state, const device_task *t, hg_err *e);
 int opencl_queue_end(void *state, uint32_t ntasks, device_queue_result *res, hg_err *e);
 uint64_t opencl_program_builds(void *state);
+uint64_t opencl_profiled_runs(void *state);
 void opencl_programs_free(ocl_dev *s);
 /* Makes runq[profile] if not made yet (open makes the plain set; the first
  * traced run the profiling one).  run_lock held, or at open. */

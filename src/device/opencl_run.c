@@ -103,6 +103,15 @@ static int ocl_flush_for(ocl_dev *s, uint32_t qi)
     return OCL_CALL(s->api, HG_EKERNEL, clFlush, s->runq[s->profiling].q[qi]);
 }
 
+uint64_t opencl_profiled_runs(void *state)
+{
+    ocl_dev *s = state;
+    pthread_mutex_lock(&s->run_lock);
+    uint64_t n = s->profiled_runs;
+    pthread_mutex_unlock(&s->run_lock);
+    return n;
+}
+
 /* ---------------------------------------------------------------- runs */
 
 /* Room for ntasks status words and events (run_lock held): grown
@@ -159,6 +168,7 @@ int opencl_queue_begin(void *state, uint32_t ntasks, bool profile, hg_err *e)
     pthread_mutex_lock(&s->run_lock);
     device_rwlock_rdlock(&s->table_lock);
     s->profiling = profile;
+    s->profiled_runs += profile;
     s->launched = 0;
     s->begin = NULL;
     int rc = opencl_queues_make(s, profile);

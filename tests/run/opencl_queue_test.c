@@ -203,11 +203,13 @@ TEST(opencl_traced_run_records_one_span_per_task)
     fixture f;
     ASSERT(fixture_open(&f, NULL));
     chains c = {{0, 0}};
-    ASSERT_OK(run(&f, &c, HG_STAGED)); /* untraced first */
+    ASSERT_OK(run(&f, &c, HG_STAGED)); /* untraced first: no profiling */
+    ASSERT_UEQ(device_debug_profiled_runs(f.dev), 0);
     hg_trace *trace;
     ASSERT_OK(hg_trace_create(&trace));
     hg_runner_set_trace(f.r, trace);
     ASSERT_OK(run(&f, &c, HG_STAGED));
+    ASSERT_UEQ(device_debug_profiled_runs(f.dev), 1);
     ASSERT_UEQ(hg_trace_num_task_spans(trace), LANES * DEPTH);
     task_span sp[LANES * DEPTH];
     memset(sp, 0, sizeof sp);
@@ -224,6 +226,8 @@ TEST(opencl_traced_run_records_one_span_per_task)
         }
     }
     hg_runner_set_trace(f.r, NULL);
+    ASSERT_OK(run(&f, &c, HG_STAGED));
+    ASSERT_UEQ(device_debug_profiled_runs(f.dev), 1);
     fixture_close(&f);
     hg_trace_destroy(trace);
 }
