@@ -74,6 +74,15 @@ typedef struct ocl_dev {
     uint64_t begin_host_ns; /* the host clock when `begin` was enqueued */
 } ocl_dev;
 
+/* *v, read under m (the debug counters). */
+static inline uint64_t opencl_read_locked(pthread_mutex_t *m, const uint64_t *v)
+{
+    pthread_mutex_lock(m);
+    uint64_t n = *v;
+    pthread_mutex_unlock(m);
+    return n;
+}
+
 /* One piece-local part of a device range. */
 typedef struct ocl_part {
     cl_mem mem;

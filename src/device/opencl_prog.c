@@ -76,10 +76,7 @@ void opencl_programs_free(ocl_dev *s)
 uint64_t opencl_program_builds(void *state)
 {
     ocl_dev *s = state;
-    pthread_mutex_lock(&s->prog_lock);
-    uint64_t n = s->builds;
-    pthread_mutex_unlock(&s->prog_lock);
-    return n;
+    return opencl_read_locked(&s->prog_lock, &s->builds);
 }
 
 /* The first OCL_LOG_LINES lines of the build log into e. */

@@ -106,10 +106,7 @@ static int ocl_flush_for(ocl_dev *s, uint32_t qi)
 uint64_t opencl_profiled_runs(void *state)
 {
     ocl_dev *s = state;
-    pthread_mutex_lock(&s->run_lock);
-    uint64_t n = s->profiled_runs;
-    pthread_mutex_unlock(&s->run_lock);
-    return n;
+    return opencl_read_locked(&s->run_lock, &s->profiled_runs);
 }
 
 /* ---------------------------------------------------------------- runs */
