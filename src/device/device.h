@@ -172,7 +172,8 @@ uint64_t device_debug_program_builds(const hg_device *dev);
 const char *device_backend_errmsg(const hg_device *dev);
 
 /* Writes one line per device this build can open: the sim, then every
- * OpenCL platform and device (or why there is none). */
+ * OpenCL platform and device (or why there is none): compute units,
+ * memory, max allocation, and its queue shape (out-of-order or not). */
 void device_list(FILE *f);
 
 #endif

@@ -82,7 +82,8 @@ int opencl_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2,
 int opencl_pick(const ocl_api *api, uint32_t platform, uint32_t device, cl_device_id *out);
 
 /* Writes one line per OpenCL device ("opencl:platform=P,device=D  name,
- * N CUs, global mem, max alloc") to f; a line saying why when there is none. */
+ * N CUs, global mem, max alloc, queue shape") to f; a line saying why when
+ * there is none. */
 void opencl_list(FILE *f);
 
 #endif

@@ -189,11 +189,14 @@ static void ocl_list_device(const ocl_api *api, FILE *f, cl_uint p, cl_uint d, c
     api->clGetDeviceInfo(id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cus, &cus, NULL);
     api->clGetDeviceInfo(id, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof global, &global, NULL);
     api->clGetDeviceInfo(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);
-    fprintf(f,
-            "opencl:platform=%u,device=%u  %s: %u compute units, memory %llu MiB, "
-            "max allocation %llu MiB\n",
-            p, d, name, cus, (unsigned long long)(global >> 20),
-            (unsigned long long)(max_alloc >> 20));
+    cl_command_queue_properties props = 0;
+    api->clGetDeviceInfo(id, CL_DEVICE_QUEUE_PROPERTIES, sizeof props, &props, NULL);
+    fprintf(
+        f,
+        "opencl:platform=%u,device=%u  %s: %u compute units, memory %llu MiB, "
+        "max allocation %llu MiB, %s\n",
+        p, d, name, cus, (unsigned long long)(global >> 20), (unsigned long long)(max_alloc >> 20),
+        props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE ? "out-of-order queue" : "in-order queues");
 }
 
 void opencl_list(FILE *f)

@@ -33,6 +33,8 @@ if [ -z "$specs" ]; then
     [ "${HG_REQUIRE_OPENCL:-0}" = 1 ] && bad "HG_REQUIRE_OPENCL=1 but no OpenCL device listed"
 fi
 for spec in $specs; do
+    grep "^$spec " "$TMP/out" | grep -Eq 'max allocation [0-9]+ MiB, (out-of-order queue|in-order queues)$' &&
+        ok "$spec: its max allocation and queue shape" || bad "$spec line: $(grep "^$spec " "$TMP/out")"
     if "$HG" run vector_add --device "$spec" --param n=3000 --param tile=700 --rounds 2 \
         --quiet >"$TMP/run" 2>&1; then
         ok "vector_add runs on $spec"
