@@ -1,6 +1,7 @@
 /*
  * opencl.c: the OpenCL device backend: memory, copies, fill and the open
- * device (context, queues).  Kernels and runs: opencl_run.c.
+ * device (context, queues).  Programs and kernels: opencl_prog.c; runs:
+ * opencl_run.c.
  * Compiled only with HG_HAVE_OPENCL.
  *
  * Memory.  No cl_mem may exceed CL_DEVICE_MAX_MEM_ALLOC_SIZE (or the

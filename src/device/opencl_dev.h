@@ -1,7 +1,7 @@
 /*
  * opencl_dev.h: the OpenCL device's state, shared by opencl.c (memory,
- * copies, open) and opencl_run.c (programs,
- * kernels, runs).
+ * copies, open), opencl_prog.c (programs, kernels) and opencl_run.c (run
+ * queues, runs, traces).
  */
 #ifndef HG_DEVICE_OPENCL_DEV_H
 #define HG_DEVICE_OPENCL_DEV_H
@@ -52,7 +52,7 @@ typedef struct ocl_dev {
     uint64_t window;
     pthread_rwlock_t table_lock;
     alloc_table table; /* entries' mem: their ocl_mem */
-    /* Programs, built once per source text (opencl_run.c). */
+    /* Programs, built once per source text (opencl_prog.c). */
     pthread_mutex_t prog_lock;
     ocl_program *programs;
     uint64_t builds;
