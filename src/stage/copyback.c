@@ -106,8 +106,30 @@ size_t stage_ranges_cover(hg_range *r, size_t n)
     return k + 1;
 }
 
+/* True when x and y are one view of one buffer (dims past ndims are not
+ * part of a view). */
+static bool same_tensor(const hg_tensor *x, const hg_tensor *y)
+{
+    if (x->host != y->host || x->device != y->device || x->dtype != y->dtype ||
+        x->ndims != y->ndims || x->offset != y->offset)
+        return false;
+    for (uint32_t d = 0; d < x->ndims && d < HG_MAX_DIMS; d++)
+        if (x->shape[d] != y->shape[d] || x->strides[d] != y->strides[d])
+            return false;
+    return true;
+}
+
+/* A view the previous note already holds is not noted again: a chain of W
+ * tasks writing one view notes it once, so copy-back's planning (a sort of
+ * the notes) costs O(1) for it instead of O(W log W), and W notes take no
+ * memory.  Views repeated out of turn are dropped at planning instead. */
 int stage_note_written(stage_plan *p, uint32_t arg, const hg_tensor *view, hg_err *e)
 {
+    if (p->nwritten > 0) {
+        const stage_written *last = &p->written[p->nwritten - 1];
+        if (last->arg == arg && same_tensor(&last->view, view))
+            return 0;
+    }
     if (grow(p, (void **)&p->written, &p->cap_written, (size_t)p->nwritten + 1,
              sizeof *p->written) != 0)
         return err_set(e, HG_ENOMEM, "task arg for '%s': cannot note what it writes",

@@ -307,6 +307,36 @@ TEST(release_frees_run_owned_memory_only)
     hg_device_close(dev);
 }
 
+/* A chain of W tasks writing one view of an INOUT notes it once (copy-back
+ * sorts the notes: W of them would cost O(W log W)); views that come back
+ * out of turn are noted again and dropped when copy-back plans.  The whole
+ * run copies the bytes back once: tests/run/writeback_test.c counts that. */
+TEST(a_chain_writing_one_view_notes_it_once)
+{
+    enum { W = 1000 };
+    hg_device *dev = open_sim();
+    ASSERT(dev != NULL);
+    hg_hostbuf *hb;
+    ASSERT_OK(hg_hostbuf_create(128, &hb));
+    hg_arg args[1] = {u8_arg("c", HG_INOUT, hb, 128)};
+    stage_plan p;
+    stage_plan_init(&p, NULL);
+    hg_err e;
+    ASSERT_OK(build_and_layout(&p, dev, args, 1, &e));
+    hg_tensor a, b;
+    ASSERT_OK(hg_tensor_slice(&args[0].tensor, 0, 0, 64, &a));
+    ASSERT_OK(hg_tensor_slice(&args[0].tensor, 0, 64, 64, &b));
+    for (int t = 0; t < W; t++)
+        ASSERT_OK(stage_note_written(&p, 0, &a, &e));
+    ASSERT_UEQ(p.nwritten, 1);
+    ASSERT_OK(stage_note_written(&p, 0, &b, &e));
+    ASSERT_OK(stage_note_written(&p, 0, &a, &e));
+    ASSERT_UEQ(p.nwritten, 3);
+    stage_plan_free(&p);
+    hg_hostbuf_destroy(hb);
+    hg_device_close(dev);
+}
+
 int main(void)
 {
     return RUN_TESTS();
