@@ -119,22 +119,44 @@ static bool same_tensor(const hg_tensor *x, const hg_tensor *y)
     return true;
 }
 
+/* The view of written note w: its strided view, or NULL for a dense one. */
+static const hg_tensor *note_view(const stage_plan *p, const stage_written *w)
+{
+    return w->strided == STAGE_NO_VIEW ? NULL : &p->strided[w->strided];
+}
+
 /* A view the previous note already holds is not noted again: a chain of W
  * tasks writing one view notes it once, so copy-back's planning (a sort of
  * the notes) costs O(1) for it instead of O(W log W), and W notes take no
  * memory.  Views repeated out of turn are dropped at planning instead. */
 int stage_note_written(stage_plan *p, uint32_t arg, const hg_tensor *view, hg_err *e)
 {
+    size_t lo = 0, hi = 0;
+    if (hg_tensor_extent(view, &lo, &hi) != 0 || lo == hi)
+        return 0; /* validated at resolve; an empty view brings nothing back */
+    const bool dense = hg_tensor_is_dense(view);
     if (p->nwritten > 0) {
         const stage_written *last = &p->written[p->nwritten - 1];
-        if (last->arg == arg && same_tensor(&last->view, view))
+        const hg_tensor *lv = note_view(p, last);
+        if (last->arg == arg && last->lo == lo && last->hi == hi &&
+            (dense ? lv == NULL : lv != NULL && same_tensor(lv, view)))
             return 0;
     }
-    if (grow(p, (void **)&p->written, &p->cap_written, (size_t)p->nwritten + 1,
-             sizeof *p->written) != 0)
+    uint32_t strided = STAGE_NO_VIEW;
+    int rc =
+        grow(p, (void **)&p->written, &p->cap_written, (size_t)p->nwritten + 1, sizeof *p->written);
+    if (rc == 0 && !dense) {
+        rc = grow(p, (void **)&p->strided, &p->cap_strided, (size_t)p->nstrided + 1,
+                  sizeof *p->strided);
+        if (rc == 0) {
+            strided = p->nstrided++;
+            p->strided[strided] = *view;
+        }
+    }
+    if (rc != 0)
         return err_set(e, HG_ENOMEM, "task arg for '%s': cannot note what it writes",
                        p->args[arg].name);
-    p->written[p->nwritten++] = (stage_written){.arg = arg, .view = *view};
+    p->written[p->nwritten++] = (stage_written){arg, strided, lo, hi};
     return 0;
 }
 
@@ -185,9 +207,9 @@ static int sink_run(void *ctx, size_t offset, size_t len)
 /* Pushes the ranges to fetch for one written view. */
 static int plan_view(stage_plan *p, const stage_written *w)
 {
-    const hg_tensor *v = &w->view;
+    const hg_tensor *v = note_view(p, w);
     run_sink k = {p, 0, 0, false, false, 0};
-    bool whole = hg_tensor_is_dense(v);
+    bool whole = v == NULL;
     if (!whole) {
         int rc = tensor_for_each_run(v, sink_run, &k);
         if (rc != 0)
@@ -212,27 +234,65 @@ static int cmp_size(size_t a, size_t b)
     return (a > b) - (a < b);
 }
 
+/* Two views, dense ones (NULL) first.  Dims past ndims are not part of a
+ * view. */
+static int view_cmp(const hg_tensor *x, const hg_tensor *y)
+{
+    if (x == NULL || y == NULL)
+        return (x != NULL) - (y != NULL);
+    int c = cmp_size((size_t)x->dtype, (size_t)y->dtype);
+    c = c ? c : cmp_size(x->ndims, y->ndims);
+    c = c ? c : cmp_size(x->offset, y->offset);
+    for (uint32_t d = 0; c == 0 && d < x->ndims && d < HG_MAX_DIMS; d++) {
+        c = cmp_size(x->shape[d], y->shape[d]);
+        c = c ? c : cmp_size(x->strides[d], y->strides[d]);
+    }
+    return c;
+}
+
 /* By arg, then extent, then the view itself: identical views end up
- * adjacent.  Dims past ndims are not part of a view. */
-static int written_cmp(const void *a, const void *b)
+ * adjacent. */
+static int written_cmp(const stage_written *x, const hg_tensor *xv, const stage_written *y,
+                       const hg_tensor *yv)
+{
+    int c = cmp_size(x->arg, y->arg);
+    c = c ? c : cmp_size(x->lo, y->lo);
+    c = c ? c : cmp_size(x->hi, y->hi);
+    return c ? c : view_cmp(xv, yv);
+}
+
+static bool same_view(const stage_plan *p, const stage_written *x, const stage_written *y)
+{
+    return written_cmp(x, note_view(p, x), y, note_view(p, y)) == 0;
+}
+
+/* By arg and extent, dense before strided (qsort has no context for the
+ * strided views). */
+static int extent_cmp(const void *a, const void *b)
 {
     const stage_written *x = a, *y = b;
     int c = cmp_size(x->arg, y->arg);
     c = c ? c : cmp_size(x->lo, y->lo);
     c = c ? c : cmp_size(x->hi, y->hi);
-    c = c ? c : cmp_size((size_t)x->view.dtype, (size_t)y->view.dtype);
-    c = c ? c : cmp_size(x->view.ndims, y->view.ndims);
-    c = c ? c : cmp_size(x->view.offset, y->view.offset);
-    for (uint32_t d = 0; c == 0 && d < x->view.ndims && d < HG_MAX_DIMS; d++) {
-        c = cmp_size(x->view.shape[d], y->view.shape[d]);
-        c = c ? c : cmp_size(x->view.strides[d], y->view.strides[d]);
-    }
-    return c;
+    return c ? c : cmp_size(x->strided != STAGE_NO_VIEW, y->strided != STAGE_NO_VIEW);
 }
 
-static bool same_view(const stage_written *x, const stage_written *y)
+/* Sorts the notes by written_cmp: by extent, then the few strided views of
+ * one extent among themselves (insertion sort: such ties are rare and
+ * short; k of them cost O(k^2)). */
+static void written_sort(stage_plan *p)
 {
-    return written_cmp(x, y) == 0;
+    stage_written *w = p->written;
+    if (p->nwritten > 1) /* qsort takes no NULL, even for 0 items */
+        qsort(w, p->nwritten, sizeof *w, extent_cmp);
+    for (uint32_t i = 1; p->nstrided > 1 && i < p->nwritten; i++) {
+        stage_written x = w[i];
+        uint32_t j = i;
+        for (; j > 0 && written_cmp(&w[j - 1], note_view(p, &w[j - 1]), &x, note_view(p, &x)) > 0;
+             j--)
+            w[j] = w[j - 1];
+        w[j] = x;
+    }
 }
 
 /* Drops empty views and duplicates (p->written sorted); one pass. */
@@ -241,7 +301,7 @@ static void written_dedupe(stage_plan *p)
     uint32_t k = 0;
     for (uint32_t i = 0; i < p->nwritten; i++) {
         const stage_written *w = &p->written[i];
-        if (w->lo == w->hi || (k > 0 && same_view(&p->written[k - 1], w)))
+        if (w->lo == w->hi || (k > 0 && same_view(p, &p->written[k - 1], w)))
             continue;
         p->written[k++] = *w;
     }
@@ -279,8 +339,9 @@ static int plan_cluster(stage_plan *p, uint32_t w0, uint32_t w1, size_t lo, size
 {
     for (uint32_t w = w0; w <= w1; w++) {
         const stage_written *v = &p->written[w];
-        bool alone_in_order = w0 == w1 && tensor_runs_in_order(&v->view);
-        bool covers_all = v->lo == lo && v->hi == hi && hg_tensor_is_dense(&v->view);
+        const hg_tensor *view = note_view(p, v);
+        bool alone_in_order = w0 == w1 && (view == NULL || tensor_runs_in_order(view));
+        bool covers_all = v->lo == lo && v->hi == hi && view == NULL;
         if (alone_in_order || covers_all) {
             int rc = grow(p, (void **)&p->commits, &p->cap_commits, (size_t)p->ncommits + 1,
                           sizeof *p->commits);
@@ -293,7 +354,10 @@ static int plan_cluster(stage_plan *p, uint32_t w0, uint32_t w1, size_t lo, size
     const uint32_t first = p->ncommits;
     for (uint32_t w = w0; w <= w1; w++) {
         run_sink k = {p, 0, 0, true, true, 0};
-        int rc = tensor_for_each_run(&p->written[w].view, sink_run, &k);
+        const stage_written *v = &p->written[w];
+        const hg_tensor *view = note_view(p, v);
+        int rc = view != NULL ? tensor_for_each_run(view, sink_run, &k)
+                              : sink_run(&k, v->lo, v->hi - v->lo);
         if ((rc = rc != 0 ? rc : k.rc) != 0)
             return rc;
     }
@@ -382,13 +446,7 @@ static int plan_fetch(stage_plan *p, uint32_t *norder, size_t *total, hg_err *e)
 {
     *total = 0;
     p->ncommits = 0;
-    for (uint32_t w = 0; w < p->nwritten; w++) {
-        stage_written *v = &p->written[w];
-        if (hg_tensor_extent(&v->view, &v->lo, &v->hi) != 0)
-            v->lo = v->hi = 0; /* validated at submit: cannot happen */
-    }
-    if (p->nwritten > 1) /* qsort takes no NULL, even for 0 items */
-        qsort(p->written, p->nwritten, sizeof *p->written, written_cmp);
+    written_sort(p);
     written_dedupe(p);
     if (plan_order(p, norder) != 0)
         return err_set(e, HG_ENOMEM, "copy back: cannot plan the order of %u args", p->nargs);
@@ -485,10 +543,12 @@ static void commit_arg(stage_plan *p, const stage_arg *sa)
     commit_ctx c = {p, sa, hg_hostbuf_data(sa->tensor.host)};
     for (uint32_t k = sa->commit_first; k < sa->commit_first + sa->commit_n; k++) {
         const stage_commit *it = &p->commits[k];
-        if (it->view == STAGE_NO_VIEW || hg_tensor_is_dense(&p->written[it->view].view))
+        const hg_tensor *view =
+            it->view == STAGE_NO_VIEW ? NULL : note_view(p, &p->written[it->view]);
+        if (view == NULL || hg_tensor_is_dense(view))
             commit_run(&c, it->lo, it->hi - it->lo);
         else
-            (void)tensor_for_each_run(&p->written[it->view].view, commit_run, &c);
+            (void)tensor_for_each_run(view, commit_run, &c);
     }
 }
 
