@@ -26,6 +26,13 @@
  *      stay as the host has them), and each written buffer takes one write
  *      step with every range fetched into it logged.  The commit allocates
  *      nothing and cannot fail.
+ * The extra host memcpy that buys all or nothing is avoided where a failure
+ * cannot leave a half-written host byte (direct_arg): one range that is
+ * exactly what the tasks wrote, on a device whose copy of one range writes
+ * all of it or none, lands straight in the host buffer.  That is the
+ * common large case (a whole output tensor).  Splitting the commit across
+ * the device's idle core threads was measured instead and lost: waking
+ * them cost milliseconds on a loaded 2-CPU host (docs/PERFORMANCE.md).
  * A failure before the commit (planning, staging, fetch) changes no host
  * byte and no generation.  The fetched ranges stay in the plan
  * (stage_arg.back_first/back_n) for hg_runner_copied_back.
@@ -509,9 +516,10 @@ static int fetch(stage_plan *p, hg_device *dev, hg_err *e)
 /* -------------------------------------------------------------- commit */
 
 typedef struct commit_ctx {
-    stage_plan *p;
+    const stage_plan *p;
     const stage_arg *sa;
     unsigned char *host;
+    uint64_t committed; /* bytes this share wrote */
 } commit_ctx;
 
 /* One byte run of a written view: from its fetched range in staging to the
@@ -532,15 +540,15 @@ static int commit_run(void *ctx, size_t offset, size_t len)
     }
     memcpy(c->host + offset, c->p->staging + c->p->span_staging[first + lo] + (offset - s[lo].lo),
            len);
-    c->p->rstats.committed_bytes += len;
+    c->committed += len;
     return 0;
 }
 
 /* Commits one arg's planned items; allocates nothing (an item with a view
- * is one whose runs come in order). */
-static void commit_arg(stage_plan *p, const stage_arg *sa)
+ * is one whose runs come in order).  Returns the bytes written. */
+static uint64_t commit_arg(const stage_plan *p, const stage_arg *sa)
 {
-    commit_ctx c = {p, sa, hg_hostbuf_data(sa->tensor.host)};
+    commit_ctx c = {p, sa, hg_hostbuf_data(sa->tensor.host), 0};
     for (uint32_t k = sa->commit_first; k < sa->commit_first + sa->commit_n; k++) {
         const stage_commit *it = &p->commits[k];
         const hg_tensor *view =
@@ -550,19 +558,21 @@ static void commit_arg(stage_plan *p, const stage_arg *sa)
         else
             (void)tensor_for_each_run(view, commit_run, &c);
     }
+    return c.committed;
 }
 
 /* Commits every arg, buffer by buffer, each buffer taking one write step
  * with every range fetched into it logged (a superset of what was
  * committed, so at worst a resident copy elsewhere uploads a few more
  * bytes).  Cannot fail. */
-static void commit(stage_plan *p, uint32_t norder)
+static void commit(stage_plan *p, uint32_t norder, bool bytes_landed)
 {
     for (uint32_t k = 0; k < norder;) {
         hg_hostbuf *hb = p->args[p->back_order[k]].tensor.host;
         uint32_t end = k;
-        while (end < norder && p->args[p->back_order[end]].tensor.host == hb)
-            commit_arg(p, &p->args[p->back_order[end++]]);
+        for (; end < norder && p->args[p->back_order[end]].tensor.host == hb; end++)
+            if (!bytes_landed)
+                p->rstats.committed_bytes += commit_arg(p, &p->args[p->back_order[end]]);
         /* The group's fetched ranges are adjacent in p->spans. */
         const stage_arg *first = &p->args[p->back_order[k]];
         const stage_arg *last = &p->args[p->back_order[end - 1]];
@@ -575,17 +585,56 @@ static void commit(stage_plan *p, uint32_t norder)
     }
 }
 
+/* The arg whose one fetched range is exactly its one commit item, when
+ * that is all copy-back moves, and the device copies one range with one
+ * memcpy after checking it (a host-memory device: the sim), so its copy
+ * either writes every byte or fails before writing any: then it may land
+ * straight in the host buffer, all or nothing still, without the commit's
+ * second memcpy.  NULL otherwise (several ranges: a batch failing at its
+ * k-th range would leave the first k written; a queue device's copy makes
+ * no such promise; verify mode shadows what lands in staging). */
+static stage_arg *direct_arg(stage_plan *p, hg_device *dev, uint32_t norder)
+{
+    if (norder != 1 || p->verify || device_runs_queue(dev))
+        return NULL;
+    stage_arg *sa = &p->args[p->back_order[0]];
+    if (sa->back_n != 1 || sa->commit_n != 1)
+        return NULL;
+    const hg_range *s = &p->spans[sa->back_first];
+    const stage_commit *it = &p->commits[sa->commit_first];
+    bool dense = it->view == STAGE_NO_VIEW || note_view(p, &p->written[it->view]) == NULL;
+    return dense && it->lo == s->lo && it->hi == s->hi ? sa : NULL;
+}
+
+/* The one range of sa, device -> host buffer. */
+static int fetch_direct(stage_plan *p, hg_device *dev, const stage_arg *sa, hg_err *e)
+{
+    const hg_range *s = &p->spans[sa->back_first];
+    unsigned char *host = hg_hostbuf_data(sa->tensor.host);
+    int rc = device_copy_from(dev, host + s->lo, sa->dev_region + (s->lo - sa->lo), s->hi - s->lo,
+                              p->tally);
+    if (rc != 0)
+        return err_set(e, rc, "arg '%s': device -> host copy back failed: %s", sa->name,
+                       hg_strerror(rc));
+    p->rstats.committed_bytes += s->hi - s->lo;
+    p->direct_fetches++;
+    return 0;
+}
+
 int stage_copy_back(stage_plan *p, hg_device *dev, hg_err *e)
 {
     size_t total;
     uint32_t norder = 0;
     int rc = plan_fetch(p, &norder, &total, e);
-    if (rc == 0)
-        rc = reserve_staging(p, total, e);
-    if (rc == 0)
+    if (rc != 0)
+        return rc;
+    const stage_arg *direct = direct_arg(p, dev, norder);
+    if (direct != NULL)
+        rc = fetch_direct(p, dev, direct, e);
+    else if ((rc = reserve_staging(p, total, e)) == 0)
         rc = fetch(p, dev, e);
     if (rc != 0)
         return rc;
-    commit(p, norder);
+    commit(p, norder, direct != NULL);
     return 0;
 }

@@ -172,6 +172,7 @@ typedef struct stage_plan {
     uint64_t host_fault;
     device_copy *batch; /* the one batched copy of a stage */
     uint32_t cap_batch;
+    uint64_t direct_fetches; /* copy-backs fetched straight into the host (for tests) */
 } stage_plan;
 
 /* The runner's grow-only retained device buffer. */
