@@ -585,25 +585,34 @@ static void commit(stage_plan *p, uint32_t norder, bool bytes_landed)
     }
 }
 
-/* The arg whose one fetched range is exactly its one commit item, when
- * that is all copy-back moves, and the device copies one range with one
- * memcpy after checking it (a host-memory device: the sim), so its copy
- * either writes every byte or fails before writing any: then it may land
- * straight in the host buffer, all or nothing still, without the commit's
- * second memcpy.  NULL otherwise (several ranges: a batch failing at its
- * k-th range would leave the first k written; a queue device's copy makes
- * no such promise; verify mode shadows what lands in staging). */
+/* The arg whose one fetched range is exactly what its commit items cover
+ * (the bytes its tasks wrote), when that is all copy-back moves, and the device copies one range
+ * with one memcpy after checking it (a host-memory device: the sim), so its copy either writes
+ * every byte or fails before writing any: then it may land straight in the host buffer, all or
+ * nothing still, without the commit's second memcpy.  NULL otherwise (several ranges: a batch
+ * failing at its k-th range would leave the first k written; a queue device's copy makes no such
+ * promise; verify mode shadows what lands in staging). */
 static stage_arg *direct_arg(stage_plan *p, hg_device *dev, uint32_t norder)
 {
     if (norder != 1 || p->verify || device_runs_queue(dev))
         return NULL;
     stage_arg *sa = &p->args[p->back_order[0]];
-    if (sa->back_n != 1 || sa->commit_n != 1)
+    if (sa->back_n != 1)
         return NULL;
+    /* The items are disjoint and inside the range: they cover it exactly
+     * when their bytes add up to it (bgemm's C: 256 tile views, one range). */
     const hg_range *s = &p->spans[sa->back_first];
-    const stage_commit *it = &p->commits[sa->commit_first];
-    bool dense = it->view == STAGE_NO_VIEW || note_view(p, &p->written[it->view]) == NULL;
-    return dense && it->lo == s->lo && it->hi == s->hi ? sa : NULL;
+    run_sink k = {p, 0, 0, false, false, 0};
+    for (uint32_t i = sa->commit_first; i < sa->commit_first + sa->commit_n; i++) {
+        const stage_commit *it = &p->commits[i];
+        const hg_tensor *view =
+            it->view == STAGE_NO_VIEW ? NULL : note_view(p, &p->written[it->view]);
+        if (view == NULL || hg_tensor_is_dense(view))
+            k.bytes += it->hi - it->lo;
+        else if (tensor_for_each_run(view, sink_run, &k) != 0)
+            return NULL;
+    }
+    return k.bytes == s->hi - s->lo ? sa : NULL;
 }
 
 /* The one range of sa, device -> host buffer. */
