@@ -93,19 +93,22 @@ typedef struct stage_arg {
     uint64_t back_gen;
 } stage_arg;
 
+#define STAGE_NO_VIEW UINT32_MAX
+
 /* A view a task wrote (OUT or INOUT) of run arg `arg`: what copy-back brings
- * back, and nothing else. */
+ * back, and nothing else.  A dense view is its bytes [lo, hi) (24 bytes a
+ * note: a run of 10^6 tasks first-touches 24 MB, not the 136 MB a copy of
+ * each view took); a strided one keeps its view in p->strided[strided]. */
 typedef struct stage_written {
     uint32_t arg;
-    hg_tensor view;
-    size_t lo, hi; /* its byte extent, computed when copy-back plans */
+    uint32_t strided; /* STAGE_NO_VIEW for a dense view */
+    size_t lo, hi;    /* its byte extent in the arg's buffer */
 } stage_written;
 
 /* One item of the commit (copy-back's host half): an ordered written view
  * walked run by run (view != STAGE_NO_VIEW, an index into p->written), or
  * one byte range [lo, hi) of the merged runs of views that overlap.  The
  * items of an arg never overlap, so the commit copies each byte once. */
-#define STAGE_NO_VIEW UINT32_MAX
 typedef struct stage_commit {
     uint32_t view;
     size_t lo, hi;
@@ -159,6 +162,8 @@ typedef struct stage_plan {
     uint32_t nspans, cap_spans;
     stage_written *written; /* views tasks wrote (grouped by arg at copy-back) */
     uint32_t nwritten, cap_written;
+    hg_tensor *strided; /* the strided ones among them */
+    uint32_t nstrided, cap_strided;
     stage_commit *commits; /* the commit's items, planned before the fetch */
     uint32_t ncommits, cap_commits;
     uint32_t *back_order; /* copy-back's arg order: grouped by host buffer */
@@ -168,6 +173,7 @@ typedef struct stage_plan {
     uint64_t host_fault;
     device_copy *batch; /* the one batched copy of a stage */
     uint32_t cap_batch;
+    uint64_t direct_fetches; /* copy-backs fetched straight into the host (for tests) */
 } stage_plan;
 
 /* The runner's grow-only retained device buffer. */
