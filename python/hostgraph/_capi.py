@@ -156,6 +156,7 @@ class hg_scene_opts(Structure):
         ("repeat", c_uint32),
         ("warmup", c_uint32),
         ("cancel", c_void_p),
+        ("replay", c_bool),
     ]
 
 

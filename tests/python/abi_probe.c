@@ -104,6 +104,7 @@ __attribute__((visibility("default"))) const hg_abi_field hg_abi_fields[] = {
     FIELD(hg_scene_opts, repeat),
     FIELD(hg_scene_opts, warmup),
     FIELD(hg_scene_opts, cancel),
+    FIELD(hg_scene_opts, replay),
 };
 
 __attribute__((visibility("default"))) const size_t hg_abi_num_fields =
