@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "device/device.h"
 #include "stage/stage.h"
 #include "tensor/checked.h"
@@ -506,7 +507,9 @@ static int fetch(stage_plan *p, hg_device *dev, hg_err *e)
         }
     }
     size_t done = 0;
+    const uint64_t t0 = clock_now_ns();
     int rc = device_copy_batch(dev, false, p->batch, n, p->tally, &done);
+    p->rstats.d2h_ns += clock_now_ns() - t0;
     if (rc == 0)
         return 0;
     const char *name = stage_batch_arg(p, done, fetch_ranges);

@@ -134,6 +134,7 @@ typedef struct stage_residency_stats {
     uint64_t h2d_bytes_skipped; /* resident bytes not uploaded: the host did not change them */
     uint64_t d2h_bytes_skipped; /* OUT/INOUT bytes not fetched: no task wrote them */
     uint64_t committed_bytes;   /* host bytes the commit wrote: each written byte once */
+    uint64_t h2d_ns, d2h_ns;    /* time in the batched copies each way */
 } stage_residency_stats;
 
 /* One runner's staging state, reused run after run: the plan of the current
