@@ -107,6 +107,8 @@ class hg_run_stats(Structure):
         ("evictions", c_uint64),
         ("h2d_bytes_skipped", c_uint64),
         ("d2h_bytes_skipped", c_uint64),
+        ("net_bytes", c_uint64),
+        ("net_ns", c_uint64),
     ]
 
 

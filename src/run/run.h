@@ -28,6 +28,9 @@ struct hg_runner {
     /* hg_runner_cancel's request: set from any thread or a signal handler,
      * read between tasks and stages, cleared when a run ends. */
     atomic_bool cancel;
+    /* hg_runner_set_decide's hook (NULL: none) and its argument. */
+    hg_run_decide_fn decide;
+    void *decide_user;
 };
 
 /* The orchestration context lives on the runner's stack for one run.  The

@@ -493,17 +493,28 @@ static void commit(stage_plan *p, uint32_t norder)
     }
 }
 
-int stage_copy_back(stage_plan *p, hg_device *dev, hg_err *e)
+int stage_copy_back_fetch(stage_plan *p, hg_device *dev, uint32_t *norder, hg_err *e)
 {
     size_t total;
-    uint32_t norder = 0;
-    int rc = plan_fetch(p, &norder, &total, e);
+    *norder = 0;
+    int rc = plan_fetch(p, norder, &total, e);
     if (rc == 0)
         rc = reserve_staging(p, total, e);
     if (rc == 0)
         rc = fetch(p, dev, e);
-    if (rc != 0)
-        return rc;
+    return rc;
+}
+
+void stage_copy_back_commit(stage_plan *p, uint32_t norder)
+{
     commit(p, norder);
-    return 0;
+}
+
+int stage_copy_back(stage_plan *p, hg_device *dev, hg_err *e)
+{
+    uint32_t norder;
+    int rc = stage_copy_back_fetch(p, dev, &norder, e);
+    if (rc == 0)
+        stage_copy_back_commit(p, norder);
+    return rc;
 }
