@@ -333,6 +333,8 @@ class RunStats:
     stale_uploads: int
     resident_staged: int
     evictions: int
+    net_bytes: int  # handed to a network by the run's kernels (MPI allreduces)
+    net_ms: float
     # Not in the report's rounds:
     tasks: int
     edges: int
@@ -344,6 +346,7 @@ class RunStats:
         "h2d_bytes", "d2h_bytes", "h2d_copies", "d2h_copies", "h2d_batches", "d2h_batches",
         "h2d_bytes_skipped", "d2h_bytes_skipped", "device_allocs", "resident_hits",
         "resident_bytes_skipped", "stale_uploads", "resident_staged", "evictions",
+        "net_bytes", "net_ms",
     )  # fmt: skip
 
     @classmethod

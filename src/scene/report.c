@@ -113,6 +113,8 @@ static void write_round(FILE *f, uint32_t round, const scene_round *sr)
         {"stale_uploads", (double)s->stale_uploads},
         {"resident_staged", (double)s->resident_staged},
         {"evictions", (double)s->evictions},
+        {"net_bytes", (double)s->net_bytes}, /* handed to MPI (libhostgraph_mpi) */
+        {"net_ms", ms(s->net_ns)},
     };
     fputs("{", f);
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {

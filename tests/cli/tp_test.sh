@@ -6,7 +6,8 @@
 #   - --tp N > 1: with MPI built in (HG_MPI_BUILT=ON, from CMake), a usage
 #     error saying the scene cannot split; without it, a usage error saying
 #     MPI was not built in; either way before any round runs;
-#   - --tp 0, --tp x and compare --tp are usage errors.
+#   - --tp 0, --tp x and compare --tp are usage errors;
+#   - the JSON report's rounds carry net_bytes and net_ms (0 without MPI).
 #
 # usage: tp_test.sh PATH/TO/hostgraph      (HG_MPI_BUILT=ON|OFF in the environment)
 set -u
@@ -16,8 +17,13 @@ set -u
 export OMPI_MCA_pml=hg_no_such_component # MPI_Init would fail with this
 expect_rc "--tp 1 runs without MPI" 0 run vector_add --tp 1 --quiet
 check "--tp 1 says nothing of MPI" bash -c "! grep -qi 'mpi' '$TMP/err' '$TMP/out'"
-expect_rc "no --tp runs without MPI" 0 run vector_add --quiet
+expect_rc "no --tp runs without MPI" 0 run vector_add --quiet --rounds 2 --json "$TMP/one.json"
 check "no --tp says nothing of MPI" bash -c "! grep -qi 'mpi' '$TMP/err' '$TMP/out'"
+check "JSON rounds carry net_bytes and net_ms, 0 without MPI" python3 - "$TMP/one.json" <<'PY'
+import json, sys
+rounds = json.load(open(sys.argv[1]))["rounds"]
+assert len(rounds) == 2 and all(r["net_bytes"] == 0 and r["net_ms"] == 0 for r in rounds), rounds
+PY
 
 expect_rc "--tp 2 is a usage error" 2 run vector_add --tp 2 --json "$TMP/r.json"
 if [ "${HG_MPI_BUILT:-OFF}" = ON ]; then
