@@ -2,7 +2,9 @@
  * exec.c: the scheduler.  Runs a finalized graph on the device's cores.
  *
  * Owns: the per-execution state (exec_state) that lives on exec_run's stack
- * for one call, and the core loop every core thread runs.
+ * for one call, the core loop every core thread runs, and hg_kernel_count
+ * (a kernel adds to its run's counters through a thread-local pointer set
+ * around each task, so hg_kernel_ctx keeps its layout).
  *
  * Invariants, all under exec_state.lock:
  *   - remaining[t] counts t's predecessors not yet finished; t is pushed on
