@@ -255,6 +255,12 @@ int stage_note_written(stage_plan *p, uint32_t arg, const hg_tensor *view, hg_er
  * is fetched as its extent or per contiguous run, whichever
  * STAGE_COPY_COST_BYTES says is cheaper. */
 int stage_copy_back(stage_plan *p, hg_device *dev, hg_err *e);
+/* stage_copy_back in its two steps, for a runner whose decide hook
+ * (hg_runner_set_decide) rules between them: the fetch (plan, host staging,
+ * the batched D2H; may fail, changes no host byte) and the commit (the host
+ * writes; cannot fail).  *norder is the fetch's, for the commit. */
+int stage_copy_back_fetch(stage_plan *p, hg_device *dev, uint32_t *norder, hg_err *e);
+void stage_copy_back_commit(stage_plan *p, uint32_t norder);
 
 /* For a batch built arg by arg, ranges_of(arg) entries each: the name of
  * the arg that entry `index` (the one a batched copy failed at) belongs to. */
