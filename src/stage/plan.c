@@ -34,6 +34,7 @@ void stage_plan_free(stage_plan *p)
     free(p->spans);
     free(p->span_staging);
     free(p->written);
+    free(p->strided);
     free(p->commits);
     free(p->back_order);
     free(p->batch);
@@ -246,7 +247,7 @@ int stage_plan_build(stage_plan *p, hg_device *dev, const hg_arg *args, uint32_t
 {
     p->nargs = p->nall = 0;
     p->required = 0;
-    p->nspans = p->nwritten = 0;
+    p->nspans = p->nwritten = p->nstrided = 0;
     p->piece = device_alloc_piece(dev);
     memset(&p->rstats, 0, sizeof p->rstats);
     if (args == NULL && nargs != 0)
