@@ -91,6 +91,22 @@ void graph_free(graph *g)
     graph_init(g);
 }
 
+void graph_swap_records(graph *a, graph *b)
+{
+    graph t = *a;
+    *a = *b;
+    *b = t;
+    /* The maps go back: each stays with its graph. */
+    b->regions = a->regions;
+    b->nregions = a->nregions;
+    b->cap_regions = a->cap_regions;
+    b->scratch = a->scratch;
+    a->regions = t.regions;
+    a->nregions = t.nregions;
+    a->cap_regions = t.cap_regions;
+    a->scratch = t.scratch;
+}
+
 static int check_lists(const graph *g, const hg_kernel *kernel, const graph_targ *args,
                        uint32_t nargs, const uint64_t *scalars, uint32_t nscalars,
                        const hg_task_id *deps, uint32_t ndeps, hg_err *e)

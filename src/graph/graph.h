@@ -94,6 +94,11 @@ void graph_init(graph *g);
 /* Empties the graph, keeping its memory for the next run. */
 void graph_reset(graph *g);
 void graph_free(graph *g);
+/* Exchanges the task records of a and b (tasks, args, scalars, edges,
+ * successor lists, kernel names) and keeps each graph's tensor map where it
+ * is: a finished graph becomes a recording in O(1), the recording's memory
+ * becomes the working graph's, and a recording never holds a map. */
+void graph_swap_records(graph *a, graph *b);
 
 /* Adds a task, infers its dependencies, adds `deps` (explicit, each must be an
  * earlier task id: HG_EINVAL otherwise) and returns its id in *out.  Copies

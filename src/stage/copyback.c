@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "device/device.h"
 #include "stage/stage.h"
 #include "tensor/checked.h"
@@ -506,7 +507,9 @@ static int fetch(stage_plan *p, hg_device *dev, hg_err *e)
         }
     }
     size_t done = 0;
+    const uint64_t t0 = clock_now_ns();
     int rc = device_copy_batch(dev, false, p->batch, n, p->tally, &done);
+    p->rstats.d2h_ns += clock_now_ns() - t0;
     if (rc == 0)
         return 0;
     const char *name = stage_batch_arg(p, done, fetch_ranges);
@@ -630,20 +633,43 @@ static int fetch_direct(stage_plan *p, hg_device *dev, const stage_arg *sa, hg_e
     return 0;
 }
 
-int stage_copy_back(stage_plan *p, hg_device *dev, hg_err *e)
+/* Plans and fetches; with direct_ok, the one range that may land straight in
+ * the host buffer does (*direct: its arg), else everything goes to staging. */
+static int copy_back_fetch(stage_plan *p, hg_device *dev, bool direct_ok, uint32_t *norder,
+                           const stage_arg **direct, hg_err *e)
 {
     size_t total;
-    uint32_t norder = 0;
-    int rc = plan_fetch(p, &norder, &total, e);
+    *norder = 0;
+    int rc = plan_fetch(p, norder, &total, e);
     if (rc != 0)
         return rc;
-    const stage_arg *direct = direct_arg(p, dev, norder);
-    if (direct != NULL)
-        rc = fetch_direct(p, dev, direct, e);
-    else if ((rc = reserve_staging(p, total, e)) == 0)
+    *direct = direct_ok ? direct_arg(p, dev, *norder) : NULL;
+    if (*direct != NULL)
+        return fetch_direct(p, dev, *direct, e);
+    if ((rc = reserve_staging(p, total, e)) == 0)
         rc = fetch(p, dev, e);
-    if (rc != 0)
-        return rc;
-    commit(p, norder, direct != NULL);
-    return 0;
+    return rc;
+}
+
+/* The two steps never fetch straight to the host: the decide hook between
+ * them may still fail the run, and then no host byte may have changed. */
+int stage_copy_back_fetch(stage_plan *p, hg_device *dev, uint32_t *norder, hg_err *e)
+{
+    const stage_arg *direct;
+    return copy_back_fetch(p, dev, false, norder, &direct, e);
+}
+
+void stage_copy_back_commit(stage_plan *p, uint32_t norder)
+{
+    commit(p, norder, false);
+}
+
+int stage_copy_back(stage_plan *p, hg_device *dev, hg_err *e)
+{
+    uint32_t norder;
+    const stage_arg *direct;
+    int rc = copy_back_fetch(p, dev, true, &norder, &direct, e);
+    if (rc == 0)
+        commit(p, norder, direct != NULL);
+    return rc;
 }

@@ -134,6 +134,7 @@ typedef struct stage_residency_stats {
     uint64_t h2d_bytes_skipped; /* resident bytes not uploaded: the host did not change them */
     uint64_t d2h_bytes_skipped; /* OUT/INOUT bytes not fetched: no task wrote them */
     uint64_t committed_bytes;   /* host bytes the commit wrote: each written byte once */
+    uint64_t h2d_ns, d2h_ns;    /* time in the batched copies each way */
 } stage_residency_stats;
 
 /* One runner's staging state, reused run after run: the plan of the current
@@ -147,6 +148,7 @@ typedef struct stage_plan {
     uint32_t nall;  /* run args + scratch */
     uint32_t cap;
     size_t required;           /* retained bytes the slices need */
+    size_t piece;              /* device_alloc_piece: no slice that fits in one crosses one */
     hg_device_counters *tally; /* the runner's counters; may be NULL */
     unsigned char *staging;    /* host staging for copy-back, grow-only */
     size_t staging_cap;
@@ -253,6 +255,12 @@ int stage_note_written(stage_plan *p, uint32_t arg, const hg_tensor *view, hg_er
  * is fetched as its extent or per contiguous run, whichever
  * STAGE_COPY_COST_BYTES says is cheaper. */
 int stage_copy_back(stage_plan *p, hg_device *dev, hg_err *e);
+/* stage_copy_back in its two steps, for a runner whose decide hook
+ * (hg_runner_set_decide) rules between them: the fetch (plan, host staging,
+ * the batched D2H; may fail, changes no host byte) and the commit (the host
+ * writes; cannot fail).  *norder is the fetch's, for the commit. */
+int stage_copy_back_fetch(stage_plan *p, hg_device *dev, uint32_t *norder, hg_err *e);
+void stage_copy_back_commit(stage_plan *p, uint32_t norder);
 
 /* For a batch built arg by arg, ranges_of(arg) entries each: the name of
  * the arg that entry `index` (the one a batched copy failed at) belongs to. */
