@@ -149,8 +149,14 @@ int replay_capture(replay_state *rs, const stage_plan *p, hg_err *e)
     if (grow(&l->written, &l->cap_written, p->nwritten, sizeof *l->written) != 0 ||
         grow(&l->scratch, &l->cap_scratch, nscratch, sizeof *l->scratch) != 0)
         return err_set(e, HG_ENOMEM, "replay: cannot record the run's written views");
-    if (p->nwritten)
-        memcpy(l->written, p->written, p->nwritten * sizeof *p->written);
+    for (uint32_t k = 0; k < p->nwritten; k++) {
+        const hg_tensor *v = stage_written_view(p, k);
+        const stage_written *w = &p->written[k];
+        l->written[k] =
+            (replay_written){.arg = w->arg, .strided = v != NULL, .lo = w->lo, .hi = w->hi};
+        if (v != NULL)
+            l->written[k].view = *v;
+    }
     l->nwritten = p->nwritten;
     for (uint32_t k = 0; k < nscratch; k++) {
         const stage_arg *sa = &p->args[p->nargs + k];

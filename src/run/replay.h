@@ -43,13 +43,22 @@ typedef struct replay_scratch {
     hg_tensor view; /* dtype, ndims, shape (the address is the run's) */
 } replay_scratch;
 
+/* A written view as copy-back noted it: arg, byte extent, and the view
+ * itself only when it is strided (a dense one is its extent). */
+typedef struct replay_written {
+    uint32_t arg;
+    bool strided;
+    size_t lo, hi;
+    hg_tensor view; /* strided only */
+} replay_written;
+
 /* What one orchestration did besides building its graph. */
 typedef struct replay_log {
     uint32_t *targ_arg; /* per task arg of the graph, in order: its run arg */
     uint32_t ntarg, cap_targ;
     replay_read *reads;
     uint32_t nreads, cap_reads;
-    stage_written *written; /* the views its tasks wrote, in submission order */
+    replay_written *written; /* the views its tasks wrote, in submission order */
     uint32_t nwritten, cap_written;
     replay_scratch *scratch;
     uint32_t nscratch, cap_scratch;

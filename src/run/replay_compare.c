@@ -27,6 +27,12 @@ static bool view_same(const hg_tensor *a, const hg_tensor *b)
     return true;
 }
 
+static bool written_same(const replay_written *a, const replay_written *b)
+{
+    return a->arg == b->arg && a->lo == b->lo && a->hi == b->hi && a->strided == b->strided &&
+           (!a->strided || view_same(&a->view, &b->view));
+}
+
 int replay_compare_log(const replay_state *rs, hg_err *e)
 {
     const replay_log *r = &rs->rec, *c = &rs->cur;
@@ -56,8 +62,7 @@ int replay_compare_log(const replay_state *rs, hg_err *e)
                        "replay: tasks wrote %u views, in the recording %u " UNDECLARED, c->nwritten,
                        r->nwritten);
     for (uint32_t k = 0; k < r->nwritten; k++)
-        if (r->written[k].arg != c->written[k].arg ||
-            !view_same(&r->written[k].view, &c->written[k].view))
+        if (!written_same(&r->written[k], &c->written[k]))
             return err_set(e, HG_ESTALE, "replay: written view %u (of arg %u) differs " UNDECLARED,
                            k, c->written[k].arg);
     return 0;

@@ -137,7 +137,9 @@ int replay_place(replay_state *rs, stage_plan *p, hg_device *dev, bool orchestra
     if (moved)
         patch(rs);
     for (uint32_t k = 0; !orchestrated && k < rs->rec.nwritten; k++) {
-        int rc = stage_note_written(p, rs->rec.written[k].arg, &rs->rec.written[k].view, e);
+        const replay_written *w = &rs->rec.written[k];
+        int rc = w->strided ? stage_note_written(p, w->arg, &w->view, e)
+                            : stage_note_written_range(p, w->arg, w->lo, w->hi, e);
         if (rc != 0)
             return rc;
     }
