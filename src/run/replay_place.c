@@ -136,10 +136,7 @@ int replay_place(replay_state *rs, stage_plan *p, hg_device *dev, bool orchestra
     }
     if (moved)
         patch(rs);
-    for (uint32_t k = 0; !orchestrated && k < rs->rec.nwritten; k++) {
-        int rc = stage_note_written(p, rs->rec.written[k].arg, &rs->rec.written[k].view, e);
-        if (rc != 0)
-            return rc;
-    }
+    if (!orchestrated)
+        replay_lend_written(rs, p);
     return 1;
 }
