@@ -110,6 +110,8 @@ class hg_run_stats(Structure):
         ("h2d_ns", c_uint64),
         ("d2h_ns", c_uint64),
         ("replayed", c_uint32),
+        ("net_bytes", c_uint64),
+        ("net_ns", c_uint64),
     ]
 
 

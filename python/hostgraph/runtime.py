@@ -336,6 +336,8 @@ class RunStats:
     h2d_ms: float  # time in the batched copies each way (within bind_ms, copyback_ms):
     d2h_ms: float  # host time = wall_ms - exec_ms - h2d_ms - d2h_ms
     replayed: int  # 1: the run executed the runner's recorded graph (Runner(replay=True))
+    net_bytes: int  # handed to a network by the run's kernels (MPI allreduces)
+    net_ms: float
     # Not in the report's rounds:
     tasks: int
     edges: int
@@ -348,6 +350,7 @@ class RunStats:
         "h2d_bytes_skipped", "d2h_bytes_skipped", "device_allocs", "resident_hits",
         "resident_bytes_skipped", "stale_uploads", "resident_staged", "evictions",
         "h2d_ms", "d2h_ms", "replayed",
+        "net_bytes", "net_ms",
     )  # fmt: skip
 
     @classmethod

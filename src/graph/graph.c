@@ -87,6 +87,7 @@ void graph_free(graph *g)
     free(g->succ);
     free(g->edge_from);
     free(g->edge_to);
+    free(g->exec_words);
     graph_init(g);
 }
 
@@ -224,6 +225,10 @@ int graph_finalize(graph *g, hg_err *e)
     int rc = grow_edges(g, g->nedges); /* succ exists even with no edges */
     if (rc != 0)
         return err_set(e, rc, "graph: cannot allocate the successor lists");
+    rc = graph_grow(&g->exec_words, &g->cap_exec_words, 3 * (uint64_t)g->ntasks, sizeof(uint32_t));
+    if (rc != 0)
+        return err_set(e, rc, "graph: cannot allocate the scheduler's state for %u tasks",
+                       g->ntasks);
     for (uint32_t t = 0; t < g->ntasks; t++)
         g->tasks[t].nsucc = 0;
     for (uint32_t i = 0; i < g->nedges; i++)

@@ -30,6 +30,9 @@ struct hg_runner {
      * read between tasks and stages, cleared when a run ends. */
     atomic_bool cancel;
     replay_state replay; /* hg_runner_set_replay: the recording and its log */
+    /* hg_runner_set_decide's hook (NULL: none) and its argument. */
+    hg_run_decide_fn decide;
+    void *decide_user;
 };
 
 /* The orchestration context lives on the runner's stack for one run.  The

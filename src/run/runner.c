@@ -50,6 +50,11 @@ void hg_runner_close(hg_runner *r)
     free(r);
 }
 
+hg_device *hg_runner_device(const hg_runner *r)
+{
+    return r ? r->dev : NULL;
+}
+
 void hg_runner_set_trace(hg_runner *r, hg_trace *t)
 {
     if (r)
@@ -167,6 +172,15 @@ void hg_runner_cancel_clear(hg_runner *r)
 {
     if (r != NULL)
         atomic_store_explicit(&r->cancel, false, memory_order_relaxed);
+}
+
+int hg_runner_set_decide(hg_runner *r, hg_run_decide_fn fn, void *user)
+{
+    if (r == NULL)
+        return HG_EINVAL;
+    r->decide = fn;
+    r->decide_user = fn ? user : NULL;
+    return 0;
 }
 
 /* Between stages: HG_ECANCELED if a cancel is pending. */
@@ -336,6 +350,45 @@ static void run_keep_recording(hg_runner *r, const hg_callable *c, const hg_arg 
         replay_drop(&r->replay);
 }
 
+/* The decide hook's ruling on code rc (hg_runner_set_decide): a failure
+ * stays one, whatever the hook returns (it may name another code). */
+static int run_decide(hg_runner *r, int rc)
+{
+    if (r->decide == NULL)
+        return rc;
+    if (rc == 0)
+        err_clear(&r->err);
+    int ruled = r->decide(r->decide_user, rc, r->err.msg, sizeof r->err.msg);
+    r->err.msg[sizeof r->err.msg - 1] = '\0';
+    if (rc != 0)
+        return r->err.code = ruled < 0 ? ruled : rc;
+    if (ruled > 0 || (ruled < 0 && r->err.msg[0] == '\0'))
+        return err_set(&r->err, ruled > 0 ? HG_EINVAL : ruled, "decide hook: %s (%d)",
+                       ruled > 0 ? "returned a positive code" : hg_strerror(ruled), ruled);
+    return r->err.code = ruled;
+}
+
+/* Copy back around the decide hook: the device reads, the ruling, then
+ * (only on 0) the host writes and publish.  Without a hook a run that
+ * failed earlier skips this stage, as before hooks existed. */
+static int run_copy_back(hg_runner *r, int rc, hg_run_stats *s)
+{
+    if (rc != 0 && r->decide == NULL)
+        return rc;
+    stage_timer t = timer_start(r, "copy back");
+    uint32_t norder = 0;
+    if (rc == 0)
+        rc = stage_copy_back_fetch(&r->plan, r->dev, &norder, &r->err);
+    rc = run_decide(r, rc);
+    if (rc == 0) {
+        stage_copy_back_commit(&r->plan, norder);
+        stage_publish(&r->plan); /* only now: the whole run succeeded */
+    }
+    r->copied_back = rc == 0;
+    timer_stop(t, "copy back", &s->copyback_ns);
+    return rc;
+}
+
 int hg_runner_run(hg_runner *r, const hg_callable *c, const hg_arg *args, uint32_t nargs,
                   hg_run_stats *stats)
 {
@@ -371,23 +424,19 @@ int hg_runner_run(hg_runner *r, const hg_callable *c, const hg_arg *args, uint32
                           : run_orchestrate(r, c, args, nargs);
         timer_stop(t, rg.replayed && !r->plan.verify ? "replay" : "orchestrate", &s.orch_ns);
     }
+    exec_counts counts;
+    for (int i = 0; i < HG_KCOUNT_MAX; i++)
+        atomic_init(&counts.v[i], 0);
     int exec_rc = 0;
     if (rc == 0) {
         t = timer_start(r, "execute");
-        exec_rc = rc =
-            exec_run_cancelable(r->dev, rg.graph, r->trace, (uint32_t)r->runs, &r->cancel, &r->err);
+        exec_rc = rc = exec_run_cancelable(r->dev, rg.graph, r->trace, (uint32_t)r->runs,
+                                           &r->cancel, &counts, &r->err);
         timer_stop(t, "execute", &s.exec_ns);
     }
     if (rc == 0)
         rc = run_check_cancel(r, "copy back"); /* nothing copied back or published */
-    if (rc == 0) {
-        t = timer_start(r, "copy back");
-        rc = stage_copy_back(&r->plan, r->dev, &r->err);
-        if (rc == 0)
-            stage_publish(&r->plan); /* only now: the whole run succeeded */
-        r->copied_back = rc == 0;
-        timer_stop(t, "copy back", &s.copyback_ns);
-    }
+    rc = run_copy_back(r, rc, &s);
     s.tasks = rg.graph->ntasks; /* before a recording takes the graph */
     s.edges = rg.graph->nedges;
     replay_return_written(&r->replay, &r->plan);
@@ -401,6 +450,8 @@ int hg_runner_run(hg_runner *r, const hg_callable *c, const hg_arg *args, uint32
 
     s.wall_ns = clock_now_ns() - t0;
     fill_stats(r, &before, &rg, &s);
+    s.net_bytes = atomic_load_explicit(&counts.v[HG_KCOUNT_NET_BYTES], memory_order_relaxed);
+    s.net_ns = atomic_load_explicit(&counts.v[HG_KCOUNT_NET_NS], memory_order_relaxed);
     if (stats)
         *stats = s;
     if (rc == 0)

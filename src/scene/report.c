@@ -127,6 +127,8 @@ static void write_round(FILE *f, uint32_t round, const scene_round *sr)
         {"h2d_ms", ms(s->h2d_ns)},
         {"d2h_ms", ms(s->d2h_ns)},
         {"replayed", (double)s->replayed},
+        {"net_bytes", (double)s->net_bytes}, /* handed to MPI (libhostgraph_mpi) */
+        {"net_ms", ms(s->net_ns)},
     };
     fputs("{", f);
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
