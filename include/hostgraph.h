@@ -653,7 +653,8 @@ void hg_runner_set_verify(hg_runner *r, bool on);
  *     recording was made with verify on: only then were the bytes hashed);
  *     a new graph that differs from the recording (tasks, kernels, args'
  *     device ranges, dtypes, shapes, strides, access, scalars,
- *     dependencies, scratch, written views, host reads) fails it with
+ *     dependencies, scratch, host reads; the views copy-back brings back
+ *     follow from the task args) fails it with
  *     HG_ESTALE naming the task and the field, before either graph runs
  *     (so no task runs, nothing is copied back); the recording is dropped;
  *   - bind, residency, upload, copy-back, publish and release are the same
