@@ -653,8 +653,7 @@ void hg_runner_set_verify(hg_runner *r, bool on);
  *     recording was made with verify on: only then were the bytes hashed);
  *     a new graph that differs from the recording (tasks, kernels, args'
  *     device ranges, dtypes, shapes, strides, access, scalars,
- *     dependencies, scratch, host reads; the views copy-back brings back
- *     follow from the task args) fails it with
+ *     dependencies, scratch, written views, host reads) fails it with
  *     HG_ESTALE naming the task and the field, before either graph runs
  *     (so no task runs, nothing is copied back); the recording is dropped;
  *   - bind, residency, upload, copy-back, publish and release are the same
@@ -667,8 +666,8 @@ void hg_runner_set_verify(hg_runner *r, bool on);
  *     failure in bind, in taking the scratch, in copy-back, or a cancel
  *     keeps it.  An orchestration that fails in verify mode drops it.
  * hg_run_stats.replayed says which runs replayed; their orch_ns is the
- * checks alone (O(args + host reads), plus O(task args) when a region
- * moved).  Memory: one recording, O(tasks + task args + args) host bytes
+ * checks and the written views noted for copy-back (O(args + host reads +
+ * written views), plus O(task args) when a region moved).  Memory: one recording, O(tasks + task args + args) host bytes
  * (hg_runner_replay_bytes), besides the graph every runner keeps; a new
  * recording takes the old one's place (its arrays become the working
  * graph's, reused by the next orchestration as a graph's always are);

@@ -146,8 +146,18 @@ int replay_capture(replay_state *rs, const stage_plan *p, hg_err *e)
 {
     replay_log *l = &rs->cur;
     const uint32_t nscratch = p->nall - p->nargs;
-    if (grow(&l->scratch, &l->cap_scratch, nscratch, sizeof *l->scratch) != 0)
-        return err_set(e, HG_ENOMEM, "replay: cannot record the run's scratch");
+    if (grow(&l->written, &l->cap_written, p->nwritten, sizeof *l->written) != 0 ||
+        grow(&l->scratch, &l->cap_scratch, nscratch, sizeof *l->scratch) != 0)
+        return err_set(e, HG_ENOMEM, "replay: cannot record the run's written views");
+    for (uint32_t k = 0; k < p->nwritten; k++) {
+        const hg_tensor *v = stage_written_view(p, k);
+        const stage_written *w = &p->written[k];
+        l->written[k] =
+            (replay_written){.arg = w->arg, .strided = v != NULL, .lo = w->lo, .hi = w->hi};
+        if (v != NULL)
+            l->written[k].view = *v;
+    }
+    l->nwritten = p->nwritten;
     for (uint32_t k = 0; k < nscratch; k++) {
         const stage_arg *sa = &p->args[p->nargs + k];
         const char *name = intern_get(&rs->scratch_names, sa->name);
@@ -206,34 +216,7 @@ static void region_of(const stage_arg *sa, hg_devaddr *at, hg_devaddr *len)
     *len = memory ? sa->hi - sa->lo : 0;
 }
 
-/* Exchanges the plan's written views with the log's: O(1), no copy. */
-static void swap_written(stage_plan *p, replay_log *l)
-{
-    stage_written *w = p->written;
-    const uint32_t cap = p->cap_written;
-    p->written = l->written;
-    p->cap_written = l->cap_written;
-    l->written = w;
-    l->cap_written = cap;
-    const uint32_t n = p->nwritten;
-    p->nwritten = l->nwritten;
-    l->nwritten = n;
-}
-
-void replay_lend_written(replay_state *rs, stage_plan *p)
-{
-    swap_written(p, &rs->rec);
-    rs->lent = true;
-}
-
-void replay_return_written(replay_state *rs, stage_plan *p)
-{
-    if (rs->lent)
-        swap_written(p, &rs->rec); /* as copy-back left them: sorted, deduplicated */
-    rs->lent = false;
-}
-
-int replay_record(replay_state *rs, graph *g, stage_plan *p, const hg_callable *c,
+int replay_record(replay_state *rs, graph *g, const stage_plan *p, const hg_callable *c,
                   const hg_arg *args, uint32_t nargs)
 {
     rs->valid = false;
@@ -250,7 +233,6 @@ int replay_record(replay_state *rs, graph *g, stage_plan *p, const hg_callable *
     rs->fn = c->orchestrate;
     rs->user = c->user;
     graph_swap_records(&rs->graph, g);
-    swap_written(p, &rs->cur); /* what copy-back took: the same views, sorted, deduplicated */
     replay_log t = rs->rec;
     rs->rec = rs->cur;
     rs->cur = t;

@@ -43,13 +43,22 @@ typedef struct replay_scratch {
     hg_tensor view; /* dtype, ndims, shape (the address is the run's) */
 } replay_scratch;
 
+/* A written view as copy-back noted it: arg, byte extent, and the view
+ * itself only when it is strided (a dense one is its extent). */
+typedef struct replay_written {
+    uint32_t arg;
+    bool strided;
+    size_t lo, hi;
+    hg_tensor view; /* strided only */
+} replay_written;
+
 /* What one orchestration did besides building its graph. */
 typedef struct replay_log {
     uint32_t *targ_arg; /* per task arg of the graph, in order: its run arg */
     uint32_t ntarg, cap_targ;
     replay_read *reads;
     uint32_t nreads, cap_reads;
-    stage_written *written; /* the views its tasks wrote (as copy-back left them) */
+    replay_written *written; /* the views its tasks wrote, in submission order */
     uint32_t nwritten, cap_written;
     replay_scratch *scratch;
     uint32_t nscratch, cap_scratch;
@@ -72,7 +81,6 @@ typedef struct replay_span {
 typedef struct replay_state {
     bool on;    /* hg_runner_set_replay */
     bool valid; /* a recording is held */
-    bool lent;  /* its written views are the plan's for this run */
     /* The recording's callable. */
     hg_orch_fn fn;
     void *user;
@@ -112,9 +120,8 @@ int replay_note_task(replay_state *rs, const hg_task_desc *d, hg_err *e);
  * `hash`: also hash its bytes (verify mode).  HG_ENOMEM. */
 int replay_note_read(replay_state *rs, const stage_plan *p, uint32_t arg, uint64_t run, bool hash,
                      hg_err *e);
-/* After a successful orchestration: the scratch it took, from the plan into
- * the log (its written views join the recording at replay_record).
- * HG_ENOMEM. */
+/* After a successful orchestration: its written views and scratch from the
+ * plan into the log.  HG_ENOMEM. */
 int replay_capture(replay_state *rs, const stage_plan *p, hg_err *e);
 
 /* 1 when the recording is for this callable and these args and every host
@@ -127,12 +134,11 @@ int replay_match(replay_state *rs, const hg_callable *c, const hg_arg *args, uin
  * region is where it was or moved without changing which args overlap
  * (0: not replayable), takes the recorded scratch (unless `orchestrated`:
  * the orchestration took it) and points the recording's task args at the
- * regions; unless `orchestrated`, lends its written views to the plan.
+ * regions; unless `orchestrated`, notes its written views in the plan.
  * 1 when placed; HG_EDEVMEM, HG_ENOMEM, HG_ELIMIT from taking scratch. */
 int replay_place(replay_state *rs, stage_plan *p, hg_device *dev, bool orchestrated, hg_err *e);
 /* Verify mode, after the orchestration ran again (its log in `cur`): 0
- * when its scratch and host reads equal the recording's (its written views
- * follow from the task args replay_compare_graph compares),
+ * when its scratch, host reads and written views equal the recording's,
  * else HG_ESTALE naming the difference. */
 int replay_compare_log(const replay_state *rs, hg_err *e);
 /* Verify mode, after replay_place: 0 when graph g equals the placed
@@ -141,13 +147,7 @@ int replay_compare_graph(const replay_state *rs, const graph *g, hg_err *e);
 /* After a successful orchestrated run: its graph and log become the
  * recording (the old one's memory becomes the working graph's).  On
  * HG_ENOMEM no recording is kept. */
-int replay_record(replay_state *rs, graph *g, stage_plan *p, const hg_callable *c,
+int replay_record(replay_state *rs, graph *g, const stage_plan *p, const hg_callable *c,
                   const hg_arg *args, uint32_t nargs);
-/* A replayed run hands the recording's written views to the plan (O(1): the
- * arrays are exchanged) for copy-back, and takes them back after release
- * (copy-back sorts and deduplicates them: the same views for the next
- * copy-back).  Return is a no-op when nothing was lent. */
-void replay_lend_written(replay_state *rs, stage_plan *p);
-void replay_return_written(replay_state *rs, stage_plan *p);
 
 #endif

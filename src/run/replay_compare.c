@@ -1,12 +1,11 @@
 /*
  * replay_compare.c: verify mode's check of a recording against a fresh
- * orchestration of the same run: the scratch it took, the host views it
- * read, then task by task the kernel, args, scalars and dependencies (the
- * views its tasks wrote, what copy-back brings back, follow from the task
- * args: the same device ranges of the same args are the same views).  The first difference fails
- * the run with HG_ESTALE naming the task and the field: something the orchestration depends on
- * changed without the runner knowing (a global, the contents of its user pointer), which
- * hg_runner_invalidate_replay declares.
+ * orchestration of the same run: the scratch it took, the views its tasks
+ * wrote, the host views it read, then task by task the kernel, args,
+ * scalars and dependencies.  The first difference fails the run with
+ * HG_ESTALE naming the task and the field: something the orchestration
+ * depends on changed without the runner knowing (a global, the contents of
+ * its user pointer), which hg_runner_invalidate_replay declares.
  */
 #include <string.h>
 
@@ -19,13 +18,19 @@
 static bool view_same(const hg_tensor *a, const hg_tensor *b)
 {
     if (a->dtype != b->dtype || a->ndims != b->ndims || a->offset != b->offset ||
-        a->host != b->host || a->device != b->device)
+        a->host != b->host)
         return false;
     const uint32_t n = a->ndims < HG_MAX_DIMS ? a->ndims : HG_MAX_DIMS;
     for (uint32_t d = 0; d < n; d++)
         if (a->shape[d] != b->shape[d] || a->strides[d] != b->strides[d])
             return false;
     return true;
+}
+
+static bool written_same(const replay_written *a, const replay_written *b)
+{
+    return a->arg == b->arg && a->lo == b->lo && a->hi == b->hi && a->strided == b->strided &&
+           (!a->strided || view_same(&a->view, &b->view));
 }
 
 int replay_compare_log(const replay_state *rs, hg_err *e)
@@ -52,6 +57,14 @@ int replay_compare_log(const replay_state *rs, hg_err *e)
             return err_set(e, HG_ESTALE,
                            "replay: host read %u: of arg %u, the recording's of arg %u " UNDECLARED,
                            k, c->reads[k].arg, r->reads[k].arg);
+    if (r->nwritten != c->nwritten)
+        return err_set(e, HG_ESTALE,
+                       "replay: tasks wrote %u views, in the recording %u " UNDECLARED, c->nwritten,
+                       r->nwritten);
+    for (uint32_t k = 0; k < r->nwritten; k++)
+        if (!written_same(&r->written[k], &c->written[k]))
+            return err_set(e, HG_ESTALE, "replay: written view %u (of arg %u) differs " UNDECLARED,
+                           k, c->written[k].arg);
     return 0;
 }
 

@@ -136,7 +136,12 @@ int replay_place(replay_state *rs, stage_plan *p, hg_device *dev, bool orchestra
     }
     if (moved)
         patch(rs);
-    if (!orchestrated)
-        replay_lend_written(rs, p);
+    for (uint32_t k = 0; !orchestrated && k < rs->rec.nwritten; k++) {
+        const replay_written *w = &rs->rec.written[k];
+        int rc = w->strided ? stage_note_written(p, w->arg, &w->view, e)
+                            : stage_note_written_range(p, w->arg, w->lo, w->hi, e);
+        if (rc != 0)
+            return rc;
+    }
     return 1;
 }

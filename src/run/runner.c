@@ -439,7 +439,6 @@ int hg_runner_run(hg_runner *r, const hg_callable *c, const hg_arg *args, uint32
     rc = run_copy_back(r, rc, &s);
     s.tasks = rg.graph->ntasks; /* before a recording takes the graph */
     s.edges = rg.graph->nedges;
-    replay_return_written(&r->replay, &r->plan);
     if (r->replay.on)
         run_keep_recording(r, c, args, nargs, &rg, rc, exec_rc);
     t = timer_start(r, "release");

@@ -133,27 +133,24 @@ static const hg_tensor *note_view(const stage_plan *p, const stage_written *w)
     return w->strided == STAGE_NO_VIEW ? NULL : &p->strided[w->strided];
 }
 
-/* A view the previous note already holds is not noted again: a chain of W
- * tasks writing one view notes it once, so copy-back's planning (a sort of
- * the notes) costs O(1) for it instead of O(W log W), and W notes take no
- * memory.  Views repeated out of turn are dropped at planning instead. */
-int stage_note_written(stage_plan *p, uint32_t arg, const hg_tensor *view, hg_err *e)
+/* Notes [lo, hi) of arg, with its strided view (NULL: dense).  A view the
+ * previous note already holds is not noted again: a chain of W tasks writing
+ * one view notes it once, so copy-back's planning (a sort of the notes)
+ * costs O(1) for it instead of O(W log W), and W notes take no memory.
+ * Views repeated out of turn are dropped at planning instead. */
+static int note(stage_plan *p, uint32_t arg, size_t lo, size_t hi, const hg_tensor *view, hg_err *e)
 {
-    size_t lo = 0, hi = 0;
-    if (hg_tensor_extent(view, &lo, &hi) != 0 || lo == hi)
-        return 0; /* validated at resolve; an empty view brings nothing back */
-    const bool dense = hg_tensor_is_dense(view);
     if (p->nwritten > 0) {
         const stage_written *last = &p->written[p->nwritten - 1];
         const hg_tensor *lv = note_view(p, last);
         if (last->arg == arg && last->lo == lo && last->hi == hi &&
-            (dense ? lv == NULL : lv != NULL && same_tensor(lv, view)))
+            (view == NULL ? lv == NULL : lv != NULL && same_tensor(lv, view)))
             return 0;
     }
     uint32_t strided = STAGE_NO_VIEW;
     int rc =
         grow(p, (void **)&p->written, &p->cap_written, (size_t)p->nwritten + 1, sizeof *p->written);
-    if (rc == 0 && !dense) {
+    if (rc == 0 && view != NULL) {
         rc = grow(p, (void **)&p->strided, &p->cap_strided, (size_t)p->nstrided + 1,
                   sizeof *p->strided);
         if (rc == 0) {
@@ -166,6 +163,24 @@ int stage_note_written(stage_plan *p, uint32_t arg, const hg_tensor *view, hg_er
                        p->args[arg].name);
     p->written[p->nwritten++] = (stage_written){arg, strided, lo, hi};
     return 0;
+}
+
+int stage_note_written(stage_plan *p, uint32_t arg, const hg_tensor *view, hg_err *e)
+{
+    size_t lo = 0, hi = 0;
+    if (hg_tensor_extent(view, &lo, &hi) != 0 || lo == hi)
+        return 0; /* validated at resolve; an empty view brings nothing back */
+    return note(p, arg, lo, hi, hg_tensor_is_dense(view) ? NULL : view, e);
+}
+
+int stage_note_written_range(stage_plan *p, uint32_t arg, size_t lo, size_t hi, hg_err *e)
+{
+    return lo == hi ? 0 : note(p, arg, lo, hi, NULL, e);
+}
+
+const hg_tensor *stage_written_view(const stage_plan *p, uint32_t k)
+{
+    return note_view(p, &p->written[k]);
 }
 
 /* OUT and INOUT args with device memory of their own come back. */

@@ -314,10 +314,10 @@ TEST_EACH_BACKEND(release_frees_run_owned_memory_only)
  * sorts the notes: W of them would cost O(W log W)); views that come back
  * out of turn are noted again and dropped when copy-back plans.  The whole
  * run copies the bytes back once: tests/run/writeback_test.c counts that. */
-TEST(a_chain_writing_one_view_notes_it_once)
+TEST_EACH_BACKEND(a_chain_writing_one_view_notes_it_once)
 {
     enum { W = 1000 };
-    hg_device *dev = open_sim();
+    hg_device *dev = open_on(backend);
     ASSERT(dev != NULL);
     hg_hostbuf *hb;
     ASSERT_OK(hg_hostbuf_create(128, &hb));
