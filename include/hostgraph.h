@@ -666,8 +666,9 @@ void hg_runner_set_verify(hg_runner *r, bool on);
  *     failure in bind, in taking the scratch, in copy-back, or a cancel
  *     keeps it.  An orchestration that fails in verify mode drops it.
  * hg_run_stats.replayed says which runs replayed; their orch_ns is the
- * checks alone (O(args + host reads), plus O(task args) when a region
- * moved).  Memory: one recording, O(tasks + task args + args) host bytes
+ * checks and the written views noted for copy-back (O(args + host reads +
+ * written views), plus O(task args) when a region moved).  Memory: one
+ * recording, O(tasks + task args + args) host bytes
  * (hg_runner_replay_bytes), besides the graph every runner keeps; a new
  * recording takes the old one's place (its arrays become the working
  * graph's, reused by the next orchestration as a graph's always are);

@@ -555,6 +555,27 @@ TEST(moved_regions_replay)
     }
 }
 
+/* A replayed run that cannot take its scratch (a device allocation fails)
+ * fails outside the graph: the recording stays and the next run replays. */
+TEST(scratch_failure_keeps_recording)
+{
+    fx f;
+    fx_open(&f, "sim:cores=2", HG_STAGED);
+    f.ctx.scratch = true;
+    ASSERT_OK(fx_run(&f));
+    ASSERT_OK(fx_run(&f));
+    ASSERT_EQ(f.s.replayed, 1);
+    grow_and_fail(&f); /* frees the pooled scratch (that run took none) */
+    hg_device_inject_fault(f.dev, HG_FAULT_ALLOC, 1);
+    ASSERT_EQ(fx_run(&f), HG_EDEVMEM);
+    ASSERT(strstr(hg_runner_errmsg(f.r), "scratch 'tmp'") != NULL);
+    ASSERT_OK(fx_run(&f));
+    ASSERT_EQ(f.s.replayed, 1);
+    ASSERT_EQ(f.ctx.orchestrations, 1);
+    ASSERT(out_is(&f, 3, 0));
+    fx_close(&f);
+}
+
 /* Args whose regions overlapped in the recording but moved apart do not
  * replay (their dependencies came from that overlap). */
 TEST(broken_overlap_orchestrates)
