@@ -203,8 +203,14 @@ typedef enum hg_core_type { HG_CORE_CUBE = 0, HG_CORE_VECTOR = 1, HG_CORE_ANY = 
  *   "opencl"                   the first OpenCL device (platform 0, device 0)
  *   "opencl:platform=P,device=D"
  * OpenCL keys: mem= (capped by the device's global memory, which is also the
- * default), fail_alloc=, fail_copy=.  No single allocation may exceed the
- * device's CL_DEVICE_MAX_MEM_ALLOC_SIZE (HG_EDEVMEM).  OpenCL is loaded at
+ * default), fail_alloc=, fail_copy=, and for tests max_alloc=BYTES (lower
+ * the device's CL_DEVICE_MAX_MEM_ALLOC_SIZE, at least 1K) and queues=N (run
+ * kernels on N in-order queues, 1..16, instead of the out-of-order queue).
+ * An allocation larger than the max alloc is held as several cl_mem pieces
+ * of that size; copies cross them freely, but a task's view of device
+ * memory must lie in one piece (staged args are placed so that each one
+ * that fits in a piece does), else the run fails with HG_EUNSUPPORTED
+ * naming the task and the arg.  OpenCL is loaded at
  * open (libOpenCL.so.1, with dlopen): a machine without it gets HG_EUNSUPPORTED
  * and a message naming the library.  OpenCL device memory has no host
  * pointer; kernels run from their OpenCL slot (hg_kernel).
@@ -391,6 +397,21 @@ typedef struct hg_kernel_ctx {
 /* Returns 0, or non-zero to fail the run with HG_EKERNEL. */
 typedef int (*hg_kernel_fn)(const hg_kernel_ctx *ctx);
 
+/* Counters a kernel adds to from its core thread; the run sums them into
+ * its hg_run_stats.  Not tied to any one library: a kernel that moves bytes
+ * over a network (libhostgraph_mpi's allreduce) says so here. */
+typedef enum hg_kernel_counter {
+    HG_KCOUNT_NET_BYTES = 0, /* bytes handed to a network: hg_run_stats.net_bytes */
+    HG_KCOUNT_NET_NS = 1,    /* nanoseconds spent in network calls: hg_run_stats.net_ns */
+    HG_KCOUNT_MAX
+} hg_kernel_counter;
+/* From inside a kernel: adds `amount` to counter `which` of the run whose
+ * task the calling core thread is executing (atomically: kernels on other
+ * cores may count at the same time).  Called anywhere else (a kernel
+ * called directly, not by a run) or with `which` outside the enum, it does
+ * nothing. */
+void hg_kernel_count(hg_kernel_counter which, uint64_t amount);
+
 /* A kernel record: one implementation per kind of device, as a StarPU
  * codelet has.  `fn` is the host function the sim's cores run; cl_source
  * and cl_entry are the OpenCL slot (OpenCL C 1.2 program text and the
@@ -548,6 +569,15 @@ typedef struct hg_run_stats {
     /* Bytes that did not cross: */
     uint64_t h2d_bytes_skipped; /* of resident args, because the host did not change them */
     uint64_t d2h_bytes_skipped; /* of OUT/INOUT extents, because no task wrote them */
+    /* Time in the batched copies each way (within bind_ns and copyback_ns):
+     * the host's own time is wall_ns - exec_ns - h2d_ns - d2h_ns. */
+    uint64_t h2d_ns, d2h_ns;
+    /* 1 when the run executed its runner's recorded graph instead of
+     * orchestrating (hg_runner_set_replay); 0 otherwise. */
+    uint32_t replayed;
+    /* What the run's kernels counted (hg_kernel_count): */
+    uint64_t net_bytes; /* bytes handed to a network (MPI: the allreduce payloads) */
+    uint64_t net_ns;    /* time spent in network calls */
 } hg_run_stats;
 
 /* A runner keeps, across runs, a retained device buffer that holds the
@@ -559,6 +589,8 @@ typedef struct hg_run_stats {
 int hg_runner_open(hg_device *dev, hg_runner **out);
 /* Frees the retained buffer and forgets all staging state. NULL is a no-op. */
 void hg_runner_close(hg_runner *r);
+/* The device the runner was opened on; NULL for NULL. */
+hg_device *hg_runner_device(const hg_runner *r);
 /* Records spans of later runs into t (NULL stops recording). Not owned. */
 void hg_runner_set_trace(hg_runner *r, hg_trace *t);
 /* Capacity of the runner's retained device buffer. */
@@ -593,6 +625,60 @@ uint32_t hg_runner_resident_copies(const hg_runner *r);
  * (HG_HOSTBUF_LOG), the copy is uploaded whole rather than checked: nothing
  * stale is computed on. */
 void hg_runner_set_verify(hg_runner *r, bool on);
+/*
+ * Checked graph replay (off by default; off, it costs nothing).  With it on:
+ *   - after a successful run, the runner keeps its graph (the recording):
+ *     tasks, kernels, scalars, resolved device ranges, dependencies, the
+ *     scratch taken, the views the tasks wrote, and every host view the
+ *     orchestration read (hg_orch_host_view: buffer, the arg's byte extent,
+ *     the generation at the read);
+ *   - the next run of the same callable (orchestrate function, user pointer
+ *     and name) with the same args (names, directions, dtypes, shapes,
+ *     strides, offsets, buffers, residency, scalar values) executes the
+ *     recording instead of orchestrating when, and only when, every buffer
+ *     the orchestration read is at the generation it was read at (a write
+ *     through the API moves it, whichever bytes it wrote), and every arg's
+ *     device region is where it was or re-resolves exactly: a region that
+ *     moved (a resident copy uploaded elsewhere, the retained buffer that
+ *     grew, scratch from another pool block) moves its task args with it,
+ *     so long as args whose regions overlap (then or now) moved together.
+ *     Anything else orchestrates again and records anew;
+ *   - what the orchestration depends on outside its args (the contents of
+ *     its user pointer, globals) is the caller's to declare, with
+ *     hg_runner_invalidate_replay;
+ *   - with verify mode also on (hg_runner_set_verify), a run that would
+ *     replay orchestrates too: a host view read in the recording whose
+ *     bytes changed at the same generation (a write that bypassed the API)
+ *     fails the run with HG_ESTALE naming the arg and the buffer (when the
+ *     recording was made with verify on: only then were the bytes hashed);
+ *     a new graph that differs from the recording (tasks, kernels, args'
+ *     device ranges, dtypes, shapes, strides, access, scalars,
+ *     dependencies, scratch, written views, host reads) fails it with
+ *     HG_ESTALE naming the task and the field, before either graph runs
+ *     (so no task runs, nothing is copied back); the recording is dropped;
+ *   - bind, residency, upload, copy-back, publish and release are the same
+ *     as for an orchestrated run: a replayed run's bytes and results equal
+ *     an orchestrated one's;
+ *   - a failed run (any stage) leaves no recording of its own: a previous
+ *     recording stays, checked again at the next run.  A replayed run that
+ *     fails leaves the recording usable unless the failure was in the graph
+ *     itself: execution failed (a kernel's error; a cancel is not one).  A
+ *     failure in bind, in taking the scratch, in copy-back, or a cancel
+ *     keeps it.  An orchestration that fails in verify mode drops it.
+ * hg_run_stats.replayed says which runs replayed; their orch_ns is the
+ * checks alone (O(args + host reads), plus O(task args) when a region
+ * moved).  Memory: one recording, O(tasks + task args + args) host bytes
+ * (hg_runner_replay_bytes), besides the graph every runner keeps; a new
+ * recording takes the old one's place (its arrays become the working
+ * graph's, reused by the next orchestration as a graph's always are);
+ * hg_runner_invalidate_replay, turning replay off, and hg_runner_close free
+ * it. */
+void hg_runner_set_replay(hg_runner *r, bool on);
+/* Drops the recording (and frees it): the next run orchestrates.  NULL is
+ * a no-op. */
+void hg_runner_invalidate_replay(hg_runner *r);
+/* Host bytes the runner's recording holds now; 0 with none. */
+uint64_t hg_runner_replay_bytes(const hg_runner *r);
 /* Debug switch (off by default): fill pooled scratch with 0xA5 each time it
  * is reused, so a kernel that reads scratch it never wrote sees garbage. */
 void hg_runner_set_poison_scratch(hg_runner *r, bool on);
@@ -676,6 +762,23 @@ const char *hg_runner_stage(const hg_runner *r);
 /* The last error of this runner as one line naming the arg and the value,
  * or "" after a successful run. */
 const char *hg_runner_errmsg(const hg_runner *r);
+
+/* A run's decide hook: rules on the outcome of every run of the runner, for
+ * a library that must agree on it with peers (libhostgraph_mpi agrees with
+ * the other ranks).  Called once per hg_runner_run, success or failure,
+ * from the calling thread, after execution and the device reads of copy
+ * back and before copy back writes any host byte: `rc` is the run's code so
+ * far and `msg` (msglen bytes, NUL-terminated) its message, which the hook
+ * may rewrite.  It returns the run's code: 0 lets a successful run write
+ * its host bytes and publish; an HG_E* code fails it with nothing written
+ * or published.  It cannot turn a failure into a success: for a non-zero
+ * rc, a negative return replaces the code and anything else keeps rc.  A
+ * run that fails before it starts (a NULL runner or callable) does not
+ * call it.  Its time counts in the copy-back stage. */
+typedef int (*hg_run_decide_fn)(void *user, int rc, char *msg, size_t msglen);
+/* Sets the runner's decide hook (one per runner; fn NULL removes it).
+ * HG_EINVAL for a NULL runner. */
+int hg_runner_set_decide(hg_runner *r, hg_run_decide_fn fn, void *user);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,11 @@
 #   4. the C suite again built with AddressSanitizer + UndefinedBehaviorSanitizer;
 #   5. the C suite again built with ThreadSanitizer (nearly every test
 #      starts threads: the sim's cores, runners sharing a device).
+# The mpi tests (label mpi, tests/mpi: built when CMake finds MPI) run in
+# steps 2, 4 and 5 alike, each as 2 and 4 local ranks under mpiexec: under
+# ASan with tests/sanitizers/openmpi.supp for Open MPI's own leaks; under
+# TSan as they are (Open MPI 4.1 is not instrumented, and its calls from our
+# core threads are ordered by the scheduler's locks, which TSan sees).
 # Usage: bash tests/run_all.sh        (from the repository root; a few minutes on 2 cores)
 # The residency model test's soak (2M operations) runs only on request:
 #   ctest --test-dir build -L soak

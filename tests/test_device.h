@@ -51,17 +51,25 @@ static inline hg_device *test_backend_open(const char *backend, const char *keys
     return NULL;
 }
 
+/* True (having printed why) when backend's tests are to be skipped here
+ * (test_backend_open's rule).  False when it opens, and also when it fails
+ * to open for another reason: the test's own open then fails it loudly. */
+static inline bool test_backend_skipped(const char *backend)
+{
+    bool skipped;
+    hg_device *dev = test_backend_open(backend, NULL, &skipped);
+    if (dev != NULL)
+        hg_device_close(dev);
+    return skipped;
+}
+
 /* Whether backend b of test_backends opens on this machine: probed once per
  * process (a skipped backend prints its "skipped: ..." line once). */
 static inline bool test_backend_available(size_t b)
 {
     static int known[TEST_NBACKENDS]; /* 0 unknown, 1 yes, -1 no */
-    if (known[b] == 0) {
-        bool skipped;
-        hg_device *dev = test_backend_open(test_backends[b], NULL, &skipped);
-        known[b] = skipped ? -1 : 1; /* an open that fails for another reason runs, and fails */
-        hg_device_close(dev);
-    }
+    if (known[b] == 0)                /* an open that fails for another reason runs, and fails */
+        known[b] = test_backend_skipped(test_backends[b]) ? -1 : 1;
     return known[b] > 0;
 }
 

@@ -23,11 +23,12 @@ static const char usage_text[] =
     "usage: hostgraph list\n"
     "       hostgraph devices\n"
     "       hostgraph run SCENE [--rounds N] [--repeat N] [--warmup N]\n"
-    "                 [--residency off|pin|in|all] [--verify] [--skip-golden]\n"
+    "                 [--residency off|pin|in|all] [--verify] [--replay] [--skip-golden]\n"
     "                 [--param KEY=VALUE]... [--device SPEC] [--json FILE] [--trace FILE]\n"
-    "                 [--quiet]\n"
+    "                 [--quiet] [--tp N]\n"
     "       hostgraph compare SCENE [--rounds N] [--repeat N] [--warmup N] [--verify]\n"
-    "                 [--skip-golden] [--param KEY=VALUE]... [--device SPEC] [--json FILE]\n"
+    "                 [--replay] [--skip-golden] [--param KEY=VALUE]... [--device SPEC] [--json "
+    "FILE]\n"
     "                 [--svg FILE]\n"
     "       hostgraph --help\n"
     "       hostgraph --version\n";
@@ -57,6 +58,9 @@ static const char run_help_text[] =
     "                        all  IN and INOUT args stay coherent on the device\n"
     "  --verify            hash resident args' host bytes: a write that bypassed the API\n"
     "                      fails the round (HG_ESTALE) instead of using stale data\n"
+    "  --replay            a later round replays the graph of the round before when nothing\n"
+    "                      its orchestration read changed (checked; with --verify it also\n"
+    "                      orchestrates and compares); the table gains a replayed column\n"
     "  --skip-golden       do not compare outputs with the golden reference\n"
     "  --param KEY=VALUE   set a scene param: an integer, or a name where the param has\n"
     "                      names (preset=real); repeatable\n"
@@ -66,9 +70,13 @@ static const char run_help_text[] =
     "  --trace FILE        write a Chrome trace-event JSON (opens in Perfetto)\n"
     "                      (both paths are checked before the first round)\n"
     "  --quiet             print only the summary line\n"
+    "  --tp N              tensor-parallel over N MPI ranks (under mpirun -np N; needs\n"
+    "                      MPI built in; no scene splits yet); 1 (the default) runs\n"
+    "                      without MPI\n"
     "\n"
     "Table columns: round, then wall, bind, orchestrate, execute, copy-back and release\n"
-    "times (ms), bytes each way, golden.  The summary: round 1's wall time, the mean of\n"
+    "times (ms), bytes each way, replayed (with --replay: yes when the round ran the\n"
+    "recorded graph), golden.  The summary: round 1's wall time, the mean of\n"
     "rounds 2..N (n/a with one round, null in JSON), and overall: the whole command from\n"
     "its start to the report, that is making the case (case, case_ms in JSON), opening\n"
     "the device, pin's setup (setup_ms), warm-up, every round with its restore and its\n"
@@ -166,6 +174,7 @@ typedef struct run_args {
     const char *scene_name;
     const char *params[64];
     uint32_t nparams;
+    uint32_t tp; /* --tp: ranks (1: no MPI at all) */
 } run_args;
 
 /* An integer in [lo, hi] into *out; false if text is not one. */
@@ -178,6 +187,47 @@ static bool parse_count(const char *text, long long lo, long long hi, uint32_t *
         return false;
     *out = (uint32_t)v;
     return true;
+}
+
+/* --tp N.  N = 1 changes nothing (MPI is never initialised); N > 1 needs
+ * libhostgraph_mpi (HG_HAVE_MPI, when CMake found MPI) and a scene that
+ * splits, checked once the scene is known (tp_check). */
+static int apply_tp(run_args *ra, const char *value)
+{
+    if (ra->compare)
+        return usage_error("%s: only with run", "--tp");
+    if (!parse_count(value, 1, 256, &ra->tp))
+        return usage_error("--tp wants an integer from 1 to 256, not '%s'", value);
+#ifndef HG_HAVE_MPI
+    if (ra->tp > 1)
+        return usage_error("--tp %s: MPI was not built in (reconfigure with Open MPI installed: "
+                           "Debian openmpi-bin libopenmpi-dev); only --tp 1 runs",
+                           value);
+#endif
+    return SCENE_EXIT_OK;
+}
+
+/* Whether a scene can split its work across --tp ranks.  None can yet:
+ * the qwen3_decode split (docs/ARCHITECTURE.md, "MPI") comes with its
+ * scene; then this asks the scene. */
+static bool scene_splits(const scene *sc)
+{
+    (void)sc;
+    return false;
+}
+
+/* After the scene is known: --tp N > 1 with a scene that cannot split is a
+ * usage error, found before MPI would be initialised. */
+static int tp_check(const run_args *ra)
+{
+    if (ra->tp <= 1 || scene_splits(ra->opts.scene))
+        return SCENE_EXIT_OK;
+    char msg[256];
+    snprintf(msg, sizeof msg,
+             "--tp %u: scene '%s' cannot split across ranks (no scene has a tensor-parallel "
+             "split yet); run it with --tp 1",
+             ra->tp, ra->opts.scene->name);
+    return usage_error("%s", msg);
 }
 
 /* Applies one flag that takes a value; returns SCENE_EXIT_OK or a usage error. */
@@ -213,6 +263,8 @@ static int apply_value_flag(run_args *ra, const char *flag, const char *value)
         if (ra->compare)
             return usage_error("%s: not with compare (use run --trace per mode)", "--trace");
         o->trace_path = value;
+    } else if (strcmp(flag, "--tp") == 0) {
+        return apply_tp(ra, value);
     } else if (strcmp(flag, "--svg") == 0) {
         if (!ra->compare)
             return usage_error("%s: only with compare", "--svg");
@@ -226,7 +278,7 @@ static int apply_value_flag(run_args *ra, const char *flag, const char *value)
 static bool is_value_flag(const char *flag)
 {
     static const char *const names[] = {"--rounds", "--residency", "--param",  "--device", "--json",
-                                        "--trace",  "--svg",       "--repeat", "--warmup"};
+                                        "--trace",  "--svg",       "--repeat", "--warmup", "--tp"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         if (strcmp(flag, names[i]) == 0)
             return true;
@@ -250,6 +302,8 @@ static int parse_run_arg(run_args *ra, int argc, char **argv, int *i)
         ra->opts.quiet = true;
     } else if (strcmp(arg, "--verify") == 0) {
         ra->opts.verify = true;
+    } else if (strcmp(arg, "--replay") == 0) {
+        ra->opts.replay = true;
     } else if (eq != NULL && (size_t)(eq - arg) < sizeof flag) {
         /* --flag=value */
         memcpy(flag, arg, (size_t)(eq - arg));
@@ -324,7 +378,8 @@ static int cmd_run(int argc, char **argv, uint64_t start_ns, bool compare)
                             .start_ns = start_ns,
                             .out = stdout,
                             .err = stderr},
-                   .compare = compare};
+                   .compare = compare,
+                   .tp = 1};
     bool flags_done = false; /* after "--", every argument is the scene */
     for (int i = 2; i < argc; i++) {
         int rc = SCENE_EXIT_OK;
@@ -362,6 +417,9 @@ static int cmd_run(int argc, char **argv, uint64_t start_ns, bool compare)
         if (scene_param_set(ra.opts.scene, ra.opts.params, ra.params[i], &err) != 0)
             return usage_error("%s", err.msg);
     }
+    int tprc = tp_check(&ra);
+    if (tprc != SCENE_EXIT_OK)
+        return tprc;
     /* A report on standard output moves the table to standard error. */
     if (is_stdout(ra.opts.json_path) || is_stdout(ra.opts.trace_path) || is_stdout(ra.svg_path))
         ra.opts.out = stderr;

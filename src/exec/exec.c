@@ -2,7 +2,9 @@
  * exec.c: the scheduler.  Runs a finalized graph on the device's cores.
  *
  * Owns: the per-execution state (exec_state) that lives on exec_run's stack
- * for one call, and the core loop every core thread runs.
+ * for one call, the core loop every core thread runs, and hg_kernel_count
+ * (a kernel adds to its run's counters through a thread-local pointer set
+ * around each task, so hg_kernel_ctx keeps its layout).
  *
  * Invariants, all under exec_state.lock:
  *   - remaining[t] counts t's predecessors not yet finished; t is pushed on
@@ -56,6 +58,7 @@ typedef struct exec_state {
     hg_trace *trace;
     uint32_t run;
     const atomic_bool *cancel; /* hg_runner_cancel's flag, or NULL */
+    exec_counts *counts;       /* the run's kernel counters, or NULL */
     pthread_mutex_t lock;
     pthread_cond_t wake;
     /* under lock */
@@ -68,6 +71,10 @@ typedef struct exec_state {
      * idle cores spinning before they sleep */
     atomic_uint news;
 } exec_state;
+
+/* The counters of the run whose task this core thread is executing
+ * (hg_kernel_count), NULL between tasks. */
+static _Thread_local exec_counts *exec_tls_counts;
 
 /* What one core thread keeps between tasks: its kernel views and the error
  * of its last task, formatted outside the lock. */
@@ -262,7 +269,9 @@ static int exec_task(exec_state *s, exec_core *c, uint32_t t)
         .core_type = task->core,
     };
     uint64_t start = s->trace ? clock_now_ns() : 0;
+    exec_tls_counts = s->counts;
     int krc = task->fn(&kc);
+    exec_tls_counts = NULL;
     if (s->trace) {
         /* A span the trace cannot store is lost; the run's result stands. */
         (void)trace_task_span(s->trace, c->core, task->name, s->run, t, start, clock_now_ns());
@@ -317,7 +326,8 @@ static int exec_check(hg_device *dev, const graph *g, hg_err *e)
     return 0;
 }
 
-/* Allocates the counters and queues (one block) and queues the roots. */
+/* Sets up the counters and queues in the graph's exec words (reserved by
+ * graph_finalize: a run allocates nothing) and queues the roots. */
 static int exec_state_init(exec_state *s, hg_device *dev, const graph *g, hg_trace *trace,
                            uint32_t run, hg_err *e)
 {
@@ -327,9 +337,9 @@ static int exec_state_init(exec_state *s, hg_device *dev, const graph *g, hg_tra
     s->trace = trace;
     s->run = run;
     atomic_init(&s->news, 0);
-    uint32_t *block = malloc((size_t)g->ntasks * 3 * sizeof *block);
-    if (block == NULL)
-        return err_set(e, HG_ENOMEM, "scheduler state for %u tasks", g->ntasks);
+    if (g->exec_words == NULL || g->cap_exec_words / 3 < g->ntasks)
+        return err_set(e, HG_EINVAL, "graph of %u tasks is not finalized", g->ntasks);
+    uint32_t *block = g->exec_words;
     s->remaining = block;
     s->ready[HG_CORE_CUBE].ids = block + g->ntasks;
     s->ready[HG_CORE_VECTOR].ids = block + 2 * (size_t)g->ntasks;
@@ -343,18 +353,26 @@ static int exec_state_init(exec_state *s, hg_device *dev, const graph *g, hg_tra
     return 0;
 }
 
+void hg_kernel_count(hg_kernel_counter which, uint64_t amount)
+{
+    exec_counts *c = exec_tls_counts;
+    if (c == NULL || (unsigned)which >= HG_KCOUNT_MAX)
+        return;
+    atomic_fetch_add_explicit(&c->v[which], amount, memory_order_relaxed);
+}
+
 int exec_run(hg_device *dev, const graph *g, hg_trace *trace, uint32_t run, hg_err *e)
 {
-    return exec_run_cancelable(dev, g, trace, run, NULL, e);
+    return exec_run_cancelable(dev, g, trace, run, NULL, NULL, e);
 }
 
 int exec_run_cancelable(hg_device *dev, const graph *g, hg_trace *trace, uint32_t run,
-                        const atomic_bool *cancel, hg_err *e)
+                        const atomic_bool *cancel, exec_counts *counts, hg_err *e)
 {
     if (g->ntasks == 0)
         return 0;
     if (device_runs_queue(dev))
-        return exec_run_queue(dev, g, e);
+        return exec_run_queue(dev, g, trace, run, e);
     int rc = exec_check(dev, g, e);
     if (rc != 0)
         return rc;
@@ -363,10 +381,10 @@ int exec_run_cancelable(hg_device *dev, const graph *g, hg_trace *trace, uint32_
     if (rc != 0)
         return rc;
     s.cancel = cancel;
+    s.counts = counts;
     device_run_cores(dev, exec_core_loop, &s);
     pthread_cond_destroy(&s.wake);
     pthread_mutex_destroy(&s.lock);
-    free(s.remaining);
     if (s.err.code != 0)
         return err_set(e, s.err.code, "%s", s.err.msg);
     return 0;

@@ -14,6 +14,13 @@
 #include "graph/graph.h"
 #include "hostgraph.h"
 
+/* A run's kernel counters (hg_kernel_count): kernels on several cores add
+ * to them at once, hence atomic.  The runner zeroes them per run; a core
+ * thread finds them through a thread-local pointer set around each task. */
+typedef struct exec_counts {
+    atomic_uint_least64_t v[HG_KCOUNT_MAX];
+} exec_counts;
+
 /* Executes a finalized graph on dev's cores.  Records a span per task into
  * `trace` when it is not NULL (`run` labels them).  Kernels get translated
  * pointers (device_translate) on the core threads.  Returns 0, HG_EKERNEL,
@@ -23,15 +30,17 @@
 int exec_run(hg_device *dev, const graph *g, hg_trace *trace, uint32_t run, hg_err *e);
 /* exec_run that also stops, between tasks, once *cancel is true: no task is
  * taken after that, running ones finish, and it returns HG_ECANCELED.
- * cancel may be NULL (exec_run). */
+ * cancel may be NULL (exec_run).  Kernels count into `counts` (NULL: they
+ * count nothing). */
 int exec_run_cancelable(hg_device *dev, const graph *g, hg_trace *trace, uint32_t run,
-                        const atomic_bool *cancel, hg_err *e);
+                        const atomic_bool *cancel, exec_counts *counts, hg_err *e);
 
 /* exec_run on a queue device (device_runs_queue: OpenCL): every task is
- * enqueued in submission order, which the graph's edges (earlier to later
- * only) make a topological order, on the device's in-order queue, with one
- * wait for the whole graph.  The first task whose kernel set its status
- * word fails the run with HG_EKERNEL naming it.  enqueue.c. */
-int exec_run_queue(hg_device *dev, const graph *g, hg_err *e);
+ * enqueued in submission order (a topological order: edges go from earlier
+ * to later tasks only) with its graph predecessors as its wait list, and
+ * the run waits once.  The lowest task whose kernel set its status word
+ * (or whose command failed) fails the run with HG_EKERNEL naming it.  With
+ * a trace, one span per task from the device's own times.  enqueue.c. */
+int exec_run_queue(hg_device *dev, const graph *g, hg_trace *trace, uint32_t run, hg_err *e);
 
 #endif
