@@ -1,8 +1,12 @@
 /*
  * model_kernel.h: the kernel of the random residency tests (the model test
  * and fuzz_residency).  Task scalar a is task arg a's direction.  K_MODEL
- * is the host slot alone; model_kernel(n) adds the OpenCL slot for a task
- * of n args (an OpenCL entry point has a fixed arity).
+ * is the host slot alone.  model_kernel_ticketed(n) has both slots for a
+ * task of a 1-byte OUT "ticket" and then n args (scalar a is arg a + 1's
+ * direction): the ticket is the first written arg, so every launch on
+ * OpenCL is one work item.  With the model's random sizes as the work size,
+ * PoCL would compile a work-group function for each distinct local size it
+ * picks (hundreds, each an LLVM run; minutes under ASan).
  */
 #ifndef HG_MODEL_KERNEL_H
 #define HG_MODEL_KERNEL_H
@@ -37,6 +41,15 @@ static int k_model(const hg_kernel_ctx *ctx)
 }
 static const hg_kernel K_MODEL = {"model", k_model, HG_CORE_VECTOR, NULL, NULL};
 
+/* k_model over the args after the ticket. */
+static int k_model_ticketed(const hg_kernel_ctx *ctx)
+{
+    hg_kernel_ctx c = *ctx;
+    c.args++;
+    c.nargs--;
+    return k_model(&c);
+}
+
 /* k_model in OpenCL C, on one work item (an INOUT is read into the sum
  * before any byte is written, so the work cannot be split).  The directions
  * are hostgraph.h's: HG_IN 1, HG_OUT 2, HG_INOUT 3. */
@@ -59,27 +72,27 @@ static const char MODEL_CL[] =
     "#define T(k) HG_TENSOR(uchar, x##k)\n"
     "#define S(k) model_sum(x##k, x##k##_v, d##k)\n"
     "#define W(k) model_write(x##k, x##k##_v, d##k, k, s)\n"
-    "#define ONE if (get_global_id(0) != 0) return\n"
-    "__kernel void model1(HG_STATUS_ARGS, T(0), ulong d0)\n"
-    "{ ONE; uint s = S(0); W(0); }\n"
-    "__kernel void model2(HG_STATUS_ARGS, T(0), T(1), ulong d0, ulong d1)\n"
-    "{ ONE; uint s = S(0) + S(1); W(0); W(1); }\n"
-    "__kernel void model3(HG_STATUS_ARGS, T(0), T(1), T(2), ulong d0, ulong d1, ulong d2)\n"
-    "{ ONE; uint s = S(0) + S(1) + S(2); W(0); W(1); W(2); }\n"
-    "__kernel void model4(HG_STATUS_ARGS, T(0), T(1), T(2), T(3), ulong d0, ulong d1,\n"
+    "__kernel void model1(HG_STATUS_ARGS, T(t), T(0), ulong d0)\n"
+    "{ uint s = S(0); W(0); }\n"
+    "__kernel void model2(HG_STATUS_ARGS, T(t), T(0), T(1), ulong d0, ulong d1)\n"
+    "{ uint s = S(0) + S(1); W(0); W(1); }\n"
+    "__kernel void model3(HG_STATUS_ARGS, T(t), T(0), T(1), T(2), ulong d0, ulong d1,\n"
+    "                     ulong d2)\n"
+    "{ uint s = S(0) + S(1) + S(2); W(0); W(1); W(2); }\n"
+    "__kernel void model4(HG_STATUS_ARGS, T(t), T(0), T(1), T(2), T(3), ulong d0, ulong d1,\n"
     "                     ulong d2, ulong d3)\n"
-    "{ ONE; uint s = S(0) + S(1) + S(2) + S(3); W(0); W(1); W(2); W(3); }\n";
+    "{ uint s = S(0) + S(1) + S(2) + S(3); W(0); W(1); W(2); W(3); }\n";
 
-/* The model kernel for a task of nargs (1 to 4) args, both slots. */
-static inline const hg_kernel *model_kernel(uint32_t nargs)
+/* The model kernel for a ticket and nargs (1 to 4) args, both slots. */
+static inline const hg_kernel *model_kernel_ticketed(uint32_t nargs)
 {
     static const hg_kernel k[4] = {
-        {"model", k_model, HG_CORE_VECTOR, MODEL_CL, "model1"},
-        {"model", k_model, HG_CORE_VECTOR, MODEL_CL, "model2"},
-        {"model", k_model, HG_CORE_VECTOR, MODEL_CL, "model3"},
-        {"model", k_model, HG_CORE_VECTOR, MODEL_CL, "model4"},
+        {"model", k_model_ticketed, HG_CORE_VECTOR, MODEL_CL, "model1"},
+        {"model", k_model_ticketed, HG_CORE_VECTOR, MODEL_CL, "model2"},
+        {"model", k_model_ticketed, HG_CORE_VECTOR, MODEL_CL, "model3"},
+        {"model", k_model_ticketed, HG_CORE_VECTOR, MODEL_CL, "model4"},
     };
-    return nargs >= 1 && nargs <= 4 ? &k[nargs - 1] : &K_MODEL;
+    return nargs >= 1 && nargs <= 4 ? &k[nargs - 1] : NULL;
 }
 
 #endif

@@ -51,25 +51,33 @@ enum { NBUF = 6, MAX_BYTES = 2048, MAX_RUN_ARGS = 4, NRUNNER = 2, MAX_KEYS = 256
  * view) that the task touches: all of it for IN args. */
 typedef struct task_cut {
     hg_range cut[MAX_RUN_ARGS];
+    bool ticket; /* an OpenCL run: a 1-byte scratch ticket goes first (model_kernel.h) */
 } task_cut;
 
 static int orch_model(hg_orch *o, void *user)
 {
     const task_cut *tc = user;
-    uint32_t n = hg_orch_num_args(o);
-    hg_task_arg ta[MAX_RUN_ARGS];
+    uint32_t n = hg_orch_num_args(o), t = tc->ticket;
+    hg_task_arg ta[MAX_RUN_ARGS + 1];
     uint64_t dirs[MAX_RUN_ARGS];
+    if (tc->ticket) {
+        size_t one = 1;
+        int rc = hg_orch_scratch(o, "ticket", HG_U8, 1, &one, &ta[0].arg, &ta[0].view);
+        if (rc != 0)
+            return rc;
+        ta[0].access = HG_OUT;
+    }
     for (uint32_t i = 0; i < n; i++) {
         const hg_arg *a;
         hg_orch_arg(o, i, &a);
-        ta[i] = (hg_task_arg){i, a->dir, {0}};
+        ta[t + i] = (hg_task_arg){i, a->dir, {0}};
         int rc = hg_tensor_slice(&a->tensor, 0, tc->cut[i].lo, tc->cut[i].hi - tc->cut[i].lo,
-                                 &ta[i].view);
+                                 &ta[t + i].view);
         if (rc != 0)
             return rc;
         dirs[i] = a->dir;
     }
-    hg_task_desc d = {model_kernel(n), ta, n, dirs, n, NULL, 0};
+    hg_task_desc d = {t ? model_kernel_ticketed(n) : &K_MODEL, ta, t + n, dirs, n, NULL, 0};
     return hg_task_submit(o, &d, NULL);
 }
 
@@ -96,7 +104,7 @@ typedef struct model {
     copy_key keys[NRUNNER][MAX_KEYS];
     uint32_t nkeys[NRUNNER];
     bool bug1, bug7;
-    bool queue; /* an OpenCL device: see first_write_nonempty */
+    bool queue; /* an OpenCL device: tasks take a ticket (model_kernel.h) */
     test_rng rng;
     uint64_t runs, failed_runs, hits, evictions, staged, stale, rewraps;
 } model;
@@ -246,32 +254,6 @@ static void host_write(model *m)
     hg_hostbuf_write(m->oracle.buf[i], lo, src, len);
 }
 
-/* Known defect (reported by h-cts; staging_test's
- * a_task_whose_first_written_arg_is_empty_still_writes_the_others): on
- * OpenCL a task whose first written arg is empty is not launched at all
- * (hostgraph.h's work size rule), so its other written args keep poison
- * while the sim writes them.  Until it is fixed, an OpenCL run puts a
- * non-empty written arg first (a swap of two args: the sim's sequence is
- * unchanged). */
-static void first_write_nonempty(hg_arg *sub, hg_arg *ora, task_cut *tc, uint32_t n)
-{
-    uint32_t first = n;
-    for (uint32_t k = 0; k < n && first == n; k++)
-        first = sub[k].dir != HG_IN ? k : n;
-    for (uint32_t k = first + 1; first < n && tc->cut[first].lo == tc->cut[first].hi && k < n;
-         k++) {
-        if (sub[k].dir == HG_IN || tc->cut[k].lo == tc->cut[k].hi)
-            continue;
-        hg_arg s = sub[k], o = ora[k];
-        hg_range c = tc->cut[k];
-        sub[k] = sub[first], ora[k] = ora[first], tc->cut[k] = tc->cut[first];
-        sub[first] = s, ora[first] = o, tc->cut[first] = c;
-        const char *name = sub[k].name;
-        sub[k].name = ora[k].name = sub[first].name;
-        sub[first].name = ora[first].name = name;
-    }
-}
-
 /* Random args over distinct buffers (so written args never alias), and the
  * sub-range of each that the task touches. */
 static uint32_t make_args(model *m, hg_arg *sub, hg_arg *ora, task_cut *tc, bool views)
@@ -308,8 +290,7 @@ static uint32_t make_args(model *m, hg_arg *sub, hg_arg *ora, task_cut *tc, bool
         }
         tc->cut[k] = (hg_range){a, b};
     }
-    if (m->queue)
-        first_write_nonempty(sub, ora, tc, n);
+    tc->ticket = m->queue;
     return n;
 }
 
@@ -458,7 +439,7 @@ static const char *stale_probe(model *m, snapshot *before)
     hg_arg sub = {"a0", HG_IN, {0}, 0, HG_RESIDENT}, ora = {"a0", HG_IN, {0}, 0, HG_STAGED};
     hg_tensor_host(&sub.tensor, m->subject.buf[i], HG_U8, 1, &size);
     hg_tensor_host(&ora.tensor, m->oracle.buf[i], HG_U8, 1, &size);
-    task_cut tc = {{{0, size}}};
+    task_cut tc = {{{0, size}}, m->queue};
     set_verify(m, true);
     uint64_t stale = m->stale;
     const char *bad = run_given(m, 0, &sub, &ora, 1, &tc, false, before);
