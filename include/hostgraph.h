@@ -436,9 +436,11 @@ void hg_kernel_count(hg_kernel_counter which, uint64_t amount);
  *
  *   - HG_STATUS_ARGS: the run's status words and this task's number.  A
  *     kernel fails the run with HG_EKERNEL (naming the task, as the sim's
- *     non-zero return does) by HG_FAIL(code) with code != 0.  Tasks run in
- *     submission order on one in-order queue; after a failure the later
- *     tasks still run, but the run fails and publishes nothing.
+ *     non-zero return does) by HG_FAIL(code) with code != 0.  Tasks run as
+ *     their inferred dependencies allow (event wait lists on an out-of-order
+ *     queue, or on in-order queues where the device has none); after a
+ *     failure, tasks that do not depend on it may still run, but the run
+ *     fails naming the lowest failing task and publishes nothing.
  *   - HG_TENSOR(T, x), one per task arg in order: `__global T *x` (the
  *     allocation holding the view) and `hg_view x_v` by value: x_v.offset
  *     (elements from x to the view's first element; HG_PTR(x) is that
@@ -449,7 +451,10 @@ void hg_kernel_count(hg_kernel_counter which, uint64_t amount);
  *     double written with hg_scalar_f64).
  *   - the work size: one work item per element of the task's first written
  *     arg (get_global_id(0) is the element's row-major index), one work item
- *     when the task writes nothing, no launch when that arg is empty.
+ *     when the task writes nothing, no launch when every written arg is
+ *     empty.  A task whose first written arg is empty while another written
+ *     arg is not fails the run with HG_EUNSUPPORTED naming both (no work item
+ *     would write the other): put a non-empty written arg first.
  * The status words and any launch data are the runtime's own: they are not
  * counted in a run's copies and are allocated once per device, not per run. */
 typedef struct hg_kernel {

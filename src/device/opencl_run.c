@@ -228,17 +228,39 @@ static int ocl_set_tensor(ocl_dev *s, cl_kernel k, cl_uint *at, const device_kar
 }
 
 /* Work items: the elements of the first arg the task writes (1 if none). */
-static size_t ocl_work_items(const device_karg *args, uint32_t nargs)
+static size_t ocl_elements(const device_karg *a)
 {
+    size_t n = 1;
+    for (uint32_t d = 0; d < a->ndims; d++)
+        n *= a->shape[d];
+    return n;
+}
+
+/* The launch's work items: the first written arg's elements, 1 when the task
+ * writes nothing.  0 (no launch) only when every written arg is empty: a
+ * task whose first written arg is empty but another is not cannot run by
+ * the convention (no work item would write the other), so it is refused
+ * naming both args, never skipped with that arg left unwritten. */
+static int ocl_work_items(const device_karg *args, uint32_t nargs, size_t *work, hg_err *e)
+{
+    uint32_t first = UINT32_MAX;
     for (uint32_t i = 0; i < nargs; i++) {
         if (!args[i].write)
             continue;
-        size_t n = 1;
-        for (uint32_t d = 0; d < args[i].ndims; d++)
-            n *= args[i].shape[d];
-        return n;
+        if (first == UINT32_MAX) {
+            first = i;
+            *work = ocl_elements(&args[i]);
+        } else if (*work == 0 && ocl_elements(&args[i]) != 0) {
+            return err_set(e, HG_EUNSUPPORTED,
+                           "its first written arg (arg %u) is empty, so on OpenCL it runs no "
+                           "work item, but written arg %u is not empty: put a non-empty written "
+                           "arg first",
+                           first, i);
+        }
     }
-    return 1;
+    if (first == UINT32_MAX)
+        *work = 1;
+    return 0;
 }
 
 /* Sets every arg of t's kernel: status words, task number, tensors, scalars. */
@@ -300,14 +322,16 @@ int opencl_launch(void *state, const device_task *t, hg_err *e)
                        s->launched);
     cl_kernel k = ((const ocl_kernel *)t->kernel)->kernel;
     cl_uint nwait = 0;
-    int rc = ocl_set_args(s, k, t, e);
+    size_t work = 0;
+    int rc = ocl_work_items(t->args, t->nargs, &work, e);
+    if (rc == 0)
+        rc = ocl_set_args(s, k, t, e);
     if (rc == 0)
         rc = ocl_wait_list(s, t, &nwait, e);
     if (rc != 0)
         return rc;
     cl_command_queue q = ocl_queue_of(s, t->task);
     cl_event *ev = &s->events[t->task];
-    size_t work = ocl_work_items(t->args, t->nargs);
     if (work == 0) /* nothing to run; a marker keeps the order for its waiters */
         rc = OCL_CALL(s->api, HG_EKERNEL, clEnqueueMarkerWithWaitList, q, nwait, s->waits, ev);
     else

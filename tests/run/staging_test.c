@@ -63,6 +63,12 @@ static const char WRITE_ALL_CL[] =
     "    size_t i = get_global_id(0);\n"
     "    W(1);\n"
     "}\n"
+    "__kernel void write_all3(HG_STATUS_ARGS, HG_TENSOR(float, in), HG_TENSOR(float, a1),\n"
+    "                         HG_TENSOR(float, a2), ulong s1, ulong s2)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    W(1); W(2);\n"
+    "}\n"
     "__kernel void write_all6(HG_STATUS_ARGS, HG_TENSOR(float, in), HG_TENSOR(float, a1),\n"
     "                         HG_TENSOR(float, a2), HG_TENSOR(float, a3), HG_TENSOR(float, a4),\n"
     "                         HG_TENSOR(float, a5), ulong s1, ulong s2, ulong s3, ulong s4,\n"
@@ -75,6 +81,8 @@ static const char WRITE_ALL_CL[] =
 /* An OpenCL kernel has a fixed arity: one record per arg count used. */
 static const hg_kernel K_WRITE_ALL2 = {"write_all", k_write_all, HG_CORE_VECTOR, WRITE_ALL_CL,
                                        "write_all2"};
+static const hg_kernel K_WRITE_ALL3 = {"write_all", k_write_all, HG_CORE_VECTOR, WRITE_ALL_CL,
+                                       "write_all3"};
 static const hg_kernel K_WRITE_ALL6 = {"write_all", k_write_all, HG_CORE_VECTOR, WRITE_ALL_CL,
                                        "write_all6"};
 
@@ -92,9 +100,10 @@ static int orch_all(hg_orch *o, void *user)
         if (i > 0)
             inout[i - 1] = a->dir == HG_INOUT;
     }
-    if (n != 2 && n != 6)
-        return hg_orch_fail(o, HG_EINVAL, "orch_all takes 2 or 6 args, not %u", n);
-    hg_task_desc d = {n == 2 ? &K_WRITE_ALL2 : &K_WRITE_ALL6, ta, n, inout, n - 1, NULL, 0};
+    if (n != 2 && n != 3 && n != 6)
+        return hg_orch_fail(o, HG_EINVAL, "orch_all takes 2, 3 or 6 args, not %u", n);
+    const hg_kernel *k = n == 2 ? &K_WRITE_ALL2 : n == 3 ? &K_WRITE_ALL3 : &K_WRITE_ALL6;
+    hg_task_desc d = {k, ta, n, inout, n - 1, NULL, 0};
     return hg_task_submit(o, &d, NULL);
 }
 
@@ -553,6 +562,52 @@ TEST_EACH_BACKEND(unnamed_kernel_failure_is_reported)
     hg_runner_close(r);
     hg_trace_destroy(t);
     hg_hostbuf_destroy(hb);
+    hg_device_close(dev);
+}
+
+/* A task whose first written arg is empty but whose second is not: the sim
+ * runs it, so the second comes back written.  On OpenCL the calling
+ * convention gives it no work item (one per element of the first written
+ * arg), so the run is refused naming both args, and 'b' keeps its host
+ * bytes: never launched as nothing, with 'b' coming back unwritten. */
+TEST_EACH_BACKEND(a_task_whose_first_written_arg_is_empty_writes_the_others_or_is_refused)
+{
+    hg_device *dev = test_device_on(backend, "cores=1");
+    ASSERT(dev != NULL);
+    hg_runner *r;
+    ASSERT_OK(hg_runner_open(dev, &r));
+    hg_hostbuf *in, *a, *b;
+    ASSERT_OK(hg_hostbuf_create(sizeof(float), &in));
+    ASSERT_OK(hg_hostbuf_create(4 * sizeof(float), &a));
+    ASSERT_OK(hg_hostbuf_create(4 * sizeof(float), &b));
+    float *pb = hg_hostbuf_data(b);
+    for (int i = 0; i < 4; i++)
+        pb[i] = -1.0f;
+    size_t one = 1, zero = 0, four = 4;
+    hg_arg args[3] = {{"in", HG_IN, {0}, 0, HG_STAGED},
+                      {"a", HG_OUT, {0}, 0, HG_STAGED},
+                      {"b", HG_OUT, {0}, 0, HG_STAGED}};
+    ASSERT_OK(hg_tensor_host(&args[0].tensor, in, HG_F32, 1, &one));
+    ASSERT_OK(hg_tensor_host(&args[1].tensor, a, HG_F32, 1, &zero));
+    ASSERT_OK(hg_tensor_host(&args[2].tensor, b, HG_F32, 1, &four));
+    int rc = hg_runner_run(r, &ALL, args, 3, NULL);
+    if (test_backend_is_sim(backend)) {
+        ASSERT_OK(rc);
+        for (int i = 0; i < 4; i++) /* in[0] = 0: b[i] = 0 + 100 * 2 + i */
+            if (pb[i] != 200.0f + (float)i)
+                TEST_FAIL_("b[%d] = %g, want %g (the task did not run)", i, pb[i],
+                           200.0f + (float)i);
+    } else {
+        ASSERT_EQ(rc, HG_EUNSUPPORTED);
+        ASSERT_STR_CONTAINS(hg_runner_errmsg(r), "first written arg (arg 1) is empty");
+        ASSERT_STR_CONTAINS(hg_runner_errmsg(r), "written arg 2 is not empty");
+        for (int i = 0; i < 4; i++)
+            ASSERT(pb[i] == -1.0f); /* the failed run wrote nothing back */
+    }
+    hg_runner_close(r);
+    hg_hostbuf_destroy(in);
+    hg_hostbuf_destroy(a);
+    hg_hostbuf_destroy(b);
     hg_device_close(dev);
 }
 
