@@ -10,10 +10,8 @@
  * One device per backend serves every run, as one `hostgraph` process's
  * device would, so PoCL compiles each program once here too; each run gets
  * a fresh case (an INOUT arg's first contents are what golden assumes).
- * Small params keep it quick; in a TSan build (__SANITIZE_THREAD__) the
- * opencl backend runs `off` and `all` (with and without verify) only: the
- * mode loop is the same code on both backends, and PoCL's compiler and
- * kernels run several times slower under TSan.
+ * Small params keep it quick, under ASan and TSan too (there, PoCL's first
+ * build of each program is most of the time; the runs after it are cheap).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -120,18 +118,6 @@ static void check_all_mode(const char *backend, const scene_case_spec *cs, const
     }
 }
 
-/* Whether the opencl backend runs mode m here (see the top of the file). */
-static bool mode_runs(const char *backend, int m)
-{
-#if defined(__SANITIZE_THREAD__)
-    if (strcmp(backend, "opencl") == 0)
-        return m == SCENE_RESIDENCY_OFF || m == SCENE_RESIDENCY_ALL;
-#endif
-    (void)backend;
-    (void)m;
-    return true;
-}
-
 static void run_backend(const char *backend)
 {
     bool skipped;
@@ -144,8 +130,6 @@ static void run_backend(const char *backend)
         for (int m = 0; m <= SCENE_RESIDENCY_COUNT; m++) {
             scene_residency mode =
                 m < SCENE_RESIDENCY_COUNT ? (scene_residency)m : SCENE_RESIDENCY_ALL;
-            if (!mode_runs(backend, (int)mode))
-                continue;
             round_log log;
             int rc = run_case(dev, backend, &cases[i], mode, m == SCENE_RESIDENCY_COUNT, &log);
             if (rc != SCENE_EXIT_OK || log.rounds != ROUNDS) {
