@@ -203,8 +203,14 @@ typedef enum hg_core_type { HG_CORE_CUBE = 0, HG_CORE_VECTOR = 1, HG_CORE_ANY = 
  *   "opencl"                   the first OpenCL device (platform 0, device 0)
  *   "opencl:platform=P,device=D"
  * OpenCL keys: mem= (capped by the device's global memory, which is also the
- * default), fail_alloc=, fail_copy=.  No single allocation may exceed the
- * device's CL_DEVICE_MAX_MEM_ALLOC_SIZE (HG_EDEVMEM).  OpenCL is loaded at
+ * default), fail_alloc=, fail_copy=, and for tests max_alloc=BYTES (lower
+ * the device's CL_DEVICE_MAX_MEM_ALLOC_SIZE, at least 1K) and queues=N (run
+ * kernels on N in-order queues, 1..16, instead of the out-of-order queue).
+ * An allocation larger than the max alloc is held as several cl_mem pieces
+ * of that size; copies cross them freely, but a task's view of device
+ * memory must lie in one piece (staged args are placed so that each one
+ * that fits in a piece does), else the run fails with HG_EUNSUPPORTED
+ * naming the task and the arg.  OpenCL is loaded at
  * open (libOpenCL.so.1, with dlopen): a machine without it gets HG_EUNSUPPORTED
  * and a message naming the library.  OpenCL device memory has no host
  * pointer; kernels run from their OpenCL slot (hg_kernel).

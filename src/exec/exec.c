@@ -354,7 +354,7 @@ int exec_run_cancelable(hg_device *dev, const graph *g, hg_trace *trace, uint32_
     if (g->ntasks == 0)
         return 0;
     if (device_runs_queue(dev))
-        return exec_run_queue(dev, g, e);
+        return exec_run_queue(dev, g, trace, run, e);
     int rc = exec_check(dev, g, e);
     if (rc != 0)
         return rc;

@@ -144,6 +144,7 @@ typedef struct stage_plan {
     uint32_t nall;  /* run args + scratch */
     uint32_t cap;
     size_t required;           /* retained bytes the slices need */
+    size_t piece;              /* device_alloc_piece: no slice that fits in one crosses one */
     hg_device_counters *tally; /* the runner's counters; may be NULL */
     unsigned char *staging;    /* host staging for copy-back, grow-only */
     size_t staging_cap;

@@ -2,6 +2,7 @@
  * stage_test.c: the bind plan and the retained buffer: classification,
  * 1024-byte slicing, grow-only reuse, checked sizes near SIZE_MAX (failing
  * before any allocation), release kinds, and the named errors of bad args.
+ * Every test runs once per backend (test_device.h).
  */
 #include <stdint.h>
 
@@ -9,9 +10,9 @@
 #include "test_device.h"
 #include "testlib.h"
 
-static hg_device *open_sim(void)
+static hg_device *open_on(const char *backend)
 {
-    return test_device_open("sim:cores=1");
+    return test_device_on(backend, "cores=1");
 }
 
 static uint64_t live_bytes(hg_device *dev)
@@ -44,9 +45,9 @@ static hg_arg u8_arg(const char *name, hg_dir dir, hg_hostbuf *hb, size_t n)
     return a;
 }
 
-TEST(slices_are_1024_aligned_and_sized_exactly)
+TEST_EACH_BACKEND(slices_are_1024_aligned_and_sized_exactly)
 {
-    hg_device *dev = open_sim();
+    hg_device *dev = open_on(backend);
     ASSERT(dev != NULL);
     hg_hostbuf *a, *b, *c;
     ASSERT_OK(hg_hostbuf_create(1, &a));
@@ -74,9 +75,9 @@ TEST(slices_are_1024_aligned_and_sized_exactly)
     hg_device_close(dev);
 }
 
-TEST(retained_buffer_grows_and_never_shrinks)
+TEST_EACH_BACKEND(retained_buffer_grows_and_never_shrinks)
 {
-    hg_device *dev = open_sim();
+    hg_device *dev = open_on(backend);
     ASSERT(dev != NULL);
     stage_retained r = {0, 0};
     hg_err e;
@@ -105,9 +106,9 @@ TEST(retained_buffer_grows_and_never_shrinks)
 
 /* An arg that grows by 4 KiB a run (a KV cache during decode) makes
  * O(log n) allocations of the retained buffer over n runs, not one a run. */
-TEST(retained_buffer_grows_geometrically)
+TEST_EACH_BACKEND(retained_buffer_grows_geometrically)
 {
-    hg_device *dev = open_sim();
+    hg_device *dev = open_on(backend);
     ASSERT(dev != NULL);
     stage_retained r = {0, 0};
     hg_err e;
@@ -123,9 +124,9 @@ TEST(retained_buffer_grows_geometrically)
 
 /* Growth stays within the device: when doubling would not fit, the buffer
  * is exactly what is required. */
-TEST(retained_growth_is_capped_by_device_memory)
+TEST_EACH_BACKEND(retained_growth_is_capped_by_device_memory)
 {
-    hg_device *dev = test_device_open("sim:cores=1,mem=100K");
+    hg_device *dev = test_device_on(backend, "cores=1,mem=100K");
     ASSERT(dev != NULL);
     stage_retained r = {0, 0};
     hg_err e;
@@ -138,9 +139,9 @@ TEST(retained_growth_is_capped_by_device_memory)
     hg_device_close(dev);
 }
 
-TEST(impossible_sizes_fail_before_any_allocation)
+TEST_EACH_BACKEND(impossible_sizes_fail_before_any_allocation)
 {
-    hg_device *dev = open_sim();
+    hg_device *dev = open_on(backend);
     ASSERT(dev != NULL);
     /* A host buffer that claims SIZE_MAX bytes: planning must never touch it. */
     static char byte;
@@ -174,9 +175,9 @@ TEST(impossible_sizes_fail_before_any_allocation)
     hg_device_close(dev);
 }
 
-TEST(bad_args_get_named_errors)
+TEST_EACH_BACKEND(bad_args_get_named_errors)
 {
-    hg_device *dev = open_sim();
+    hg_device *dev = open_on(backend);
     ASSERT(dev != NULL);
     hg_hostbuf *hb;
     ASSERT_OK(hg_hostbuf_create(100, &hb));
@@ -219,9 +220,9 @@ TEST(bad_args_get_named_errors)
     hg_device_close(dev);
 }
 
-TEST(arg_limits_are_enforced_with_a_named_error)
+TEST_EACH_BACKEND(arg_limits_are_enforced_with_a_named_error)
 {
-    hg_device *dev = open_sim();
+    hg_device *dev = open_on(backend);
     ASSERT(dev != NULL);
     enum { N = HG_MAX_TENSOR_ARGS + 1 };
     static hg_arg args[N];
@@ -250,9 +251,9 @@ TEST(arg_limits_are_enforced_with_a_named_error)
     hg_device_close(dev);
 }
 
-TEST(release_frees_run_owned_memory_only)
+TEST_EACH_BACKEND(release_frees_run_owned_memory_only)
 {
-    hg_device *dev = open_sim();
+    hg_device *dev = open_on(backend);
     ASSERT(dev != NULL);
     hg_hostbuf *hb, *empty;
     ASSERT_OK(hg_hostbuf_create(64, &hb));
