@@ -15,7 +15,9 @@
  *                          widened w serve 4 sums each; the other items
  *                          return (work items are row-major, so the working
  *                          ones spread across work-groups and cores)
- *   attn_qk_{f32,bf16}_N   scores[h][t]: one dot over D (q f32 or bf16)
+ *   attn_qk_{f32,bf16}_N   scores[h][t]: one dot over D (q f32 or bf16), in
+ *                          float8 when q's head is contiguous and D a
+ *                          multiple of 8
  *   attn_softmax           one item per row does the row (the row is read
  *                          whole and rewritten in place, so items of one row
  *                          cannot share it); the others return
@@ -161,11 +163,22 @@ const char kern_cl_source[] = KERN_CL_HELPERS CL_BLOCK_MACROS
     "    ulong id = get_global_id(0), h = id / ctok, t = id % ctok;\n"
     "    if (t >= tokens) { s[id] = -INFINITY; return; }\n"
     "    __global const ushort *k = bp[t / bs] + (t % bs) * kvh * d + h / (hn / kvh) * d;\n"
+    "    ulong q0 = kc_at(&qm, 0, h * d);\n"
+    "    bool one_tile = (h * d) % qm.tcols + d <= qm.tcols;\n"
     "    float dot = 0.0f;\n"
-    "    for (ulong i = 0; i < d; i++) {\n"
-    "        ulong qi = kc_at(&qm, 0, h * d + i);\n"
-    "        float qv = qf != 0 ? qf[qi] : hg_bf16_to_f32(qb[qi]);\n"
-    "        dot += qv * hg_bf16_to_f32(k[i]);\n"
+    "    if (one_tile && qm.s_col == 1 && d % 8 == 0) {\n"
+    "        float8 acc = (float8)(0.0f);\n"
+    "        for (ulong i = 0; i < d; i += 8)\n"
+    "            acc += (qf != 0 ? vload8(0, qf + q0 + i) : kc_widen8(vload8(0, qb + q0 + i))) *\n"
+    "                   kc_widen8(vload8(0, k + i));\n"
+    "        float4 h4 = acc.lo + acc.hi;\n"
+    "        dot = h4.x + h4.y + h4.z + h4.w;\n"
+    "    } else {\n"
+    "        for (ulong i = 0; i < d; i++) {\n"
+    "            ulong qi = one_tile ? q0 + i * qm.s_col : kc_at(&qm, 0, h * d + i);\n"
+    "            float qv = qf != 0 ? qf[qi] : hg_bf16_to_f32(qb[qi]);\n"
+    "            dot += qv * hg_bf16_to_f32(k[i]);\n"
+    "        }\n"
     "    }\n"
     "    s[id] = kc_f32_of(scale) * dot;\n"
     "}\n"
@@ -227,8 +240,11 @@ const char kern_cl_source[] = KERN_CL_HELPERS CL_BLOCK_MACROS
     "    ulong id = get_global_id(0), h = id / d, i = id % d, at = h / (hn / kvh) * d + i;\n"
     "    __global const float *ph = p + h * ctok;\n"
     "    float acc = 0.0f;\n"
-    "    for (ulong t = 0; t < tokens; t++)\n"
-    "        acc += ph[t] * hg_bf16_to_f32(bp[t / bs][(t % bs) * kvh * d + at]);\n"
+    "    for (ulong b = 0, t = 0; t < tokens; b++) {\n"
+    "        __global const ushort *vb = bp[b] + at;\n"
+    "        for (ulong row = 0; row < bs && t < tokens; row++, t++)\n"
+    "            acc += ph[t] * hg_bf16_to_f32(vb[row * kvh * d]);\n"
+    "    }\n"
     "    part[id] = acc;\n"
     "}\n"
     "#define KC_PV(N) __kernel void attn_pv_##N(HG_STATUS_ARGS, HG_TENSOR(float, p), KC_BLK##N,"
