@@ -203,8 +203,14 @@ typedef enum hg_core_type { HG_CORE_CUBE = 0, HG_CORE_VECTOR = 1, HG_CORE_ANY = 
  *   "opencl"                   the first OpenCL device (platform 0, device 0)
  *   "opencl:platform=P,device=D"
  * OpenCL keys: mem= (capped by the device's global memory, which is also the
- * default), fail_alloc=, fail_copy=.  No single allocation may exceed the
- * device's CL_DEVICE_MAX_MEM_ALLOC_SIZE (HG_EDEVMEM).  OpenCL is loaded at
+ * default), fail_alloc=, fail_copy=, and for tests max_alloc=BYTES (lower
+ * the device's CL_DEVICE_MAX_MEM_ALLOC_SIZE, at least 1K) and queues=N (run
+ * kernels on N in-order queues, 1..16, instead of the out-of-order queue).
+ * An allocation larger than the max alloc is held as several cl_mem pieces
+ * of that size; copies cross them freely, but a task's view of device
+ * memory must lie in one piece (staged args are placed so that each one
+ * that fits in a piece does), else the run fails with HG_EUNSUPPORTED
+ * naming the task and the arg.  OpenCL is loaded at
  * open (libOpenCL.so.1, with dlopen): a machine without it gets HG_EUNSUPPORTED
  * and a message naming the library.  OpenCL device memory has no host
  * pointer; kernels run from their OpenCL slot (hg_kernel).
@@ -563,6 +569,12 @@ typedef struct hg_run_stats {
     /* Bytes that did not cross: */
     uint64_t h2d_bytes_skipped; /* of resident args, because the host did not change them */
     uint64_t d2h_bytes_skipped; /* of OUT/INOUT extents, because no task wrote them */
+    /* Time in the batched copies each way (within bind_ns and copyback_ns):
+     * the host's own time is wall_ns - exec_ns - h2d_ns - d2h_ns. */
+    uint64_t h2d_ns, d2h_ns;
+    /* 1 when the run executed its runner's recorded graph instead of
+     * orchestrating (hg_runner_set_replay); 0 otherwise. */
+    uint32_t replayed;
     /* What the run's kernels counted (hg_kernel_count): */
     uint64_t net_bytes; /* bytes handed to a network (MPI: the allreduce payloads) */
     uint64_t net_ns;    /* time spent in network calls */
@@ -613,6 +625,60 @@ uint32_t hg_runner_resident_copies(const hg_runner *r);
  * (HG_HOSTBUF_LOG), the copy is uploaded whole rather than checked: nothing
  * stale is computed on. */
 void hg_runner_set_verify(hg_runner *r, bool on);
+/*
+ * Checked graph replay (off by default; off, it costs nothing).  With it on:
+ *   - after a successful run, the runner keeps its graph (the recording):
+ *     tasks, kernels, scalars, resolved device ranges, dependencies, the
+ *     scratch taken, the views the tasks wrote, and every host view the
+ *     orchestration read (hg_orch_host_view: buffer, the arg's byte extent,
+ *     the generation at the read);
+ *   - the next run of the same callable (orchestrate function, user pointer
+ *     and name) with the same args (names, directions, dtypes, shapes,
+ *     strides, offsets, buffers, residency, scalar values) executes the
+ *     recording instead of orchestrating when, and only when, every buffer
+ *     the orchestration read is at the generation it was read at (a write
+ *     through the API moves it, whichever bytes it wrote), and every arg's
+ *     device region is where it was or re-resolves exactly: a region that
+ *     moved (a resident copy uploaded elsewhere, the retained buffer that
+ *     grew, scratch from another pool block) moves its task args with it,
+ *     so long as args whose regions overlap (then or now) moved together.
+ *     Anything else orchestrates again and records anew;
+ *   - what the orchestration depends on outside its args (the contents of
+ *     its user pointer, globals) is the caller's to declare, with
+ *     hg_runner_invalidate_replay;
+ *   - with verify mode also on (hg_runner_set_verify), a run that would
+ *     replay orchestrates too: a host view read in the recording whose
+ *     bytes changed at the same generation (a write that bypassed the API)
+ *     fails the run with HG_ESTALE naming the arg and the buffer (when the
+ *     recording was made with verify on: only then were the bytes hashed);
+ *     a new graph that differs from the recording (tasks, kernels, args'
+ *     device ranges, dtypes, shapes, strides, access, scalars,
+ *     dependencies, scratch, written views, host reads) fails it with
+ *     HG_ESTALE naming the task and the field, before either graph runs
+ *     (so no task runs, nothing is copied back); the recording is dropped;
+ *   - bind, residency, upload, copy-back, publish and release are the same
+ *     as for an orchestrated run: a replayed run's bytes and results equal
+ *     an orchestrated one's;
+ *   - a failed run (any stage) leaves no recording of its own: a previous
+ *     recording stays, checked again at the next run.  A replayed run that
+ *     fails leaves the recording usable unless the failure was in the graph
+ *     itself: execution failed (a kernel's error; a cancel is not one).  A
+ *     failure in bind, in taking the scratch, in copy-back, or a cancel
+ *     keeps it.  An orchestration that fails in verify mode drops it.
+ * hg_run_stats.replayed says which runs replayed; their orch_ns is the
+ * checks alone (O(args + host reads), plus O(task args) when a region
+ * moved).  Memory: one recording, O(tasks + task args + args) host bytes
+ * (hg_runner_replay_bytes), besides the graph every runner keeps; a new
+ * recording takes the old one's place (its arrays become the working
+ * graph's, reused by the next orchestration as a graph's always are);
+ * hg_runner_invalidate_replay, turning replay off, and hg_runner_close free
+ * it. */
+void hg_runner_set_replay(hg_runner *r, bool on);
+/* Drops the recording (and frees it): the next run orchestrates.  NULL is
+ * a no-op. */
+void hg_runner_invalidate_replay(hg_runner *r);
+/* Host bytes the runner's recording holds now; 0 with none. */
+uint64_t hg_runner_replay_bytes(const hg_runner *r);
 /* Debug switch (off by default): fill pooled scratch with 0xA5 each time it
  * is reused, so a kernel that reads scratch it never wrote sees garbage. */
 void hg_runner_set_poison_scratch(hg_runner *r, bool on);

@@ -94,6 +94,7 @@ typedef struct hg_scene_opts {
     uint32_t repeat;         /* --repeat; 0: the command's default (1, compare 3) */
     uint32_t warmup;         /* --warmup; compare warms up at least one round */
     hg_scene_cancel *cancel; /* NULL: the call runs to its end */
+    bool replay;             /* --replay: hg_runner_set_replay on every runner */
 } hg_scene_opts;
 
 /* Runs a scene for o->rounds rounds, as `hostgraph run` does, and writes the

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "hostgraph.h"
+#include "testlib.h"
 
 static inline hg_device *test_device_open(const char *spec)
 {
@@ -48,6 +49,81 @@ static inline hg_device *test_backend_open(const char *backend, const char *keys
     }
     fprintf(stderr, "  open '%s': %s\n", spec, msg);
     return NULL;
+}
+
+/* True (having printed why) when backend's tests are to be skipped here
+ * (test_backend_open's rule).  False when it opens, and also when it fails
+ * to open for another reason: the test's own open then fails it loudly. */
+static inline bool test_backend_skipped(const char *backend)
+{
+    bool skipped;
+    hg_device *dev = test_backend_open(backend, NULL, &skipped);
+    if (dev != NULL)
+        hg_device_close(dev);
+    return skipped;
+}
+
+/* Whether backend b of test_backends opens on this machine: probed once per
+ * process (a skipped backend prints its "skipped: ..." line once). */
+static inline bool test_backend_available(size_t b)
+{
+    static int known[TEST_NBACKENDS]; /* 0 unknown, 1 yes, -1 no */
+    if (known[b] == 0)                /* an open that fails for another reason runs, and fails */
+        known[b] = test_backend_skipped(test_backends[b]) ? -1 : 1;
+    return known[b] > 0;
+}
+
+/* Opens backend with a sim spec's keys ("cores=2,mem=1M"), dropping the keys
+ * only the sim has (cores=, cube=, vector=, link_gbps=) on any other
+ * backend: a test written for "sim:cores=2,mem=1M" runs on opencl with
+ * "mem=1M".  NULL (the error printed) when it does not open. */
+static inline hg_device *test_device_on(const char *backend, const char *keys)
+{
+    static const char *const sim_only[] = {"cores=", "cube=", "vector=", "link_gbps="};
+    char kept[256] = "", copy[256];
+    snprintf(copy, sizeof copy, "%s", keys ? keys : "");
+    bool sim = strcmp(backend, "sim") == 0;
+    for (char *save = NULL, *k = strtok_r(copy, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
+        bool drop = false;
+        for (size_t i = 0; !sim && i < sizeof sim_only / sizeof *sim_only; i++)
+            drop = drop || strncmp(k, sim_only[i], strlen(sim_only[i])) == 0;
+        if (!drop)
+            snprintf(kept + strlen(kept), sizeof kept - strlen(kept), "%s%s", *kept ? "," : "", k);
+    }
+    bool skipped;
+    return test_backend_open(backend, kept, &skipped);
+}
+
+/* TEST_EACH_BACKEND(name) { body }: a test whose body runs once per
+ * available backend, with `backend` naming it ("sim", "opencl"); the body
+ * opens its devices with test_device_on(backend, keys).  An ASSERT that
+ * fails stops the loop; the line above it names the backend. */
+typedef void (*test_backend_body)(const char *backend);
+
+static inline void test_each_backend(test_backend_body body)
+{
+    for (size_t b = 0; b < TEST_NBACKENDS && !test_failed_now; b++) {
+        if (!test_backend_available(b))
+            continue;
+        printf("     backend %s\n", test_backends[b]);
+        fflush(stdout);
+        body(test_backends[b]);
+    }
+}
+
+#define TEST_EACH_BACKEND(name)                                                                    \
+    static void name##_each(const char *backend);                                                  \
+    TEST(name)                                                                                     \
+    {                                                                                              \
+        test_each_backend(name##_each);                                                            \
+    }                                                                                              \
+    static void name##_each(const char *backend)
+
+/* Whether backend runs kernels on host cores through host pointers (the
+ * sim), where a kernel's hg_kernel_ctx can be observed from the test. */
+static inline bool test_backend_is_sim(const char *backend)
+{
+    return strcmp(backend, "sim") == 0;
 }
 
 #endif

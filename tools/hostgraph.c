@@ -26,11 +26,12 @@ static const char usage_text[] =
     "usage: hostgraph list\n"
     "       hostgraph devices\n"
     "       hostgraph run SCENE [--rounds N] [--repeat N] [--warmup N]\n"
-    "                 [--residency off|pin|in|all] [--verify] [--skip-golden]\n"
+    "                 [--residency off|pin|in|all] [--verify] [--replay] [--skip-golden]\n"
     "                 [--param KEY=VALUE]... [--device SPEC] [--json FILE] [--trace FILE]\n"
     "                 [--quiet] [--tp N]\n"
     "       hostgraph compare SCENE [--rounds N] [--repeat N] [--warmup N] [--verify]\n"
-    "                 [--skip-golden] [--param KEY=VALUE]... [--device SPEC] [--json FILE]\n"
+    "                 [--replay] [--skip-golden] [--param KEY=VALUE]... [--device SPEC] [--json "
+    "FILE]\n"
     "                 [--svg FILE]\n"
     "       hostgraph --help\n"
     "       hostgraph --version\n";
@@ -60,6 +61,9 @@ static const char run_help_text[] =
     "                        all  IN and INOUT args stay coherent on the device\n"
     "  --verify            hash resident args' host bytes: a write that bypassed the API\n"
     "                      fails the round (HG_ESTALE) instead of using stale data\n"
+    "  --replay            a later round replays the graph of the round before when nothing\n"
+    "                      its orchestration read changed (checked; with --verify it also\n"
+    "                      orchestrates and compares); the table gains a replayed column\n"
     "  --skip-golden       do not compare outputs with the golden reference\n"
     "  --param KEY=VALUE   set a scene param: an integer, or a name where the param has\n"
     "                      names (preset=real); repeatable\n"
@@ -74,7 +78,8 @@ static const char run_help_text[] =
     "                      without MPI\n"
     "\n"
     "Table columns: round, then wall, bind, orchestrate, execute, copy-back and release\n"
-    "times (ms), bytes each way, golden.  The summary: round 1's wall time, the mean of\n"
+    "times (ms), bytes each way, replayed (with --replay: yes when the round ran the\n"
+    "recorded graph), golden.  The summary: round 1's wall time, the mean of\n"
     "rounds 2..N (n/a with one round, null in JSON), and overall: the whole command from\n"
     "its start to the report, that is making the case (case, case_ms in JSON), opening\n"
     "the device, pin's setup (setup_ms), warm-up, every round with its restore and its\n"
@@ -322,6 +327,8 @@ static int parse_run_arg(run_args *ra, int argc, char **argv, int *i)
         ra->opts.quiet = true;
     } else if (strcmp(arg, "--verify") == 0) {
         ra->opts.verify = true;
+    } else if (strcmp(arg, "--replay") == 0) {
+        ra->opts.replay = true;
     } else if (eq != NULL && (size_t)(eq - arg) < sizeof flag) {
         /* --flag=value */
         memcpy(flag, arg, (size_t)(eq - arg));

@@ -107,6 +107,9 @@ class hg_run_stats(Structure):
         ("evictions", c_uint64),
         ("h2d_bytes_skipped", c_uint64),
         ("d2h_bytes_skipped", c_uint64),
+        ("h2d_ns", c_uint64),
+        ("d2h_ns", c_uint64),
+        ("replayed", c_uint32),
         ("net_bytes", c_uint64),
         ("net_ns", c_uint64),
     ]
@@ -155,6 +158,7 @@ class hg_scene_opts(Structure):
         ("repeat", c_uint32),
         ("warmup", c_uint32),
         ("cancel", c_void_p),
+        ("replay", c_bool),
     ]
 
 
@@ -213,6 +217,9 @@ _CORE_PROTOTYPES = {
     "hg_runner_resident_bytes": (c_uint64, [_P]),
     "hg_runner_resident_copies": (c_uint32, [_P]),
     "hg_runner_set_verify": (None, [_P, c_bool]),
+    "hg_runner_set_replay": (None, [_P, c_bool]),
+    "hg_runner_invalidate_replay": (None, [_P]),
+    "hg_runner_replay_bytes": (c_uint64, [_P]),
     "hg_runner_set_poison_scratch": (None, [_P, c_bool]),
     "hg_runner_run": (c_int, [_P, POINTER(hg_callable), POINTER(hg_arg), c_uint32, _P]),
     "hg_runner_cancel": (None, [_P]),

@@ -333,6 +333,9 @@ class RunStats:
     stale_uploads: int
     resident_staged: int
     evictions: int
+    h2d_ms: float  # time in the batched copies each way (within bind_ms, copyback_ms):
+    d2h_ms: float  # host time = wall_ms - exec_ms - h2d_ms - d2h_ms
+    replayed: int  # 1: the run executed the runner's recorded graph (Runner(replay=True))
     net_bytes: int  # handed to a network by the run's kernels (MPI allreduces)
     net_ms: float
     # Not in the report's rounds:
@@ -346,6 +349,7 @@ class RunStats:
         "h2d_bytes", "d2h_bytes", "h2d_copies", "d2h_copies", "h2d_batches", "d2h_batches",
         "h2d_bytes_skipped", "d2h_bytes_skipped", "device_allocs", "resident_hits",
         "resident_bytes_skipped", "stale_uploads", "resident_staged", "evictions",
+        "h2d_ms", "d2h_ms", "replayed",
         "net_bytes", "net_ms",
     )  # fmt: skip
 
@@ -426,17 +430,23 @@ class Runner(Closing):
         verify: verify mode: hash resident args' host bytes, so a write that
             bypassed the API fails the run with StaleError.
         budget: device bytes resident copies may hold (0: the device's capacity).
+        replay: checked graph replay: a run of the same callable with the same
+            args replays the last run's graph while nothing its orchestration
+            read changed (``RunStats.replayed``); see :meth:`invalidate_replay`.
     """
 
-    def __init__(self, device: Device, *, verify: bool = False, budget: int = 0) -> None:
+    def __init__(self, device: Device, *, verify: bool = False, budget: int = 0,
+                 replay: bool = False) -> None:
         ptr = ctypes.c_void_p()
         check(_lib.hg_runner_open(device._handle(), ctypes.byref(ptr)), "hg_runner_open")
         self.device = device
         self._h = _RunnerHandle(ptr.value)
         self._trace: Optional[Trace] = None
         self._verify = False
+        self._replay = False
         device._runners.add(self._h)
         self.verify = verify
+        self.replay = replay
         if budget:
             self.set_budget(budget)
 
@@ -484,6 +494,25 @@ class Runner(Closing):
     def verify(self, on: bool) -> None:
         _lib.hg_runner_set_verify(self._handle(), bool(on))
         self._verify = bool(on)
+
+    @property
+    def replay(self) -> bool:
+        return self._replay
+
+    @replay.setter
+    def replay(self, on: bool) -> None:
+        _lib.hg_runner_set_replay(self._handle(), bool(on))
+        self._replay = bool(on)
+
+    def invalidate_replay(self) -> None:
+        """Drop the recording: what the orchestration reads outside its args (a
+        global, its closure) changed.  The next run orchestrates."""
+        _lib.hg_runner_invalidate_replay(self._handle())
+
+    @property
+    def replay_bytes(self) -> int:
+        """Host bytes the runner's recording holds (0 with none)."""
+        return int(_lib.hg_runner_replay_bytes(self._handle()))
 
     def set_poison_scratch(self, on: bool) -> None:
         """Fill reused scratch with 0xA5 (debugging kernels that read unwritten scratch)."""

@@ -78,7 +78,7 @@ def _c_strings(strings: List[bytes]) -> "ctypes.Array[ctypes.c_char_p]":
 
 def _run(compare: bool, scene: str, rounds: int, residency: Optional[str], params: Params,
          device: Optional[str], verify: bool, skip_golden: bool, trace: Optional[str],
-         svg: Optional[str], print_table: bool) -> Dict[str, Any]:
+         svg: Optional[str], print_table: bool, replay: bool = False) -> Dict[str, Any]:
     strings = _param_strings(params)
     carr = _c_strings(strings)
     with tempfile.TemporaryDirectory(prefix="hostgraph-") as tmp:
@@ -88,7 +88,7 @@ def _run(compare: bool, scene: str, rounds: int, residency: Optional[str], param
             residency=residency.encode() if residency else None, verify=verify,
             skip_golden=skip_golden, device=device.encode() if device else None,
             json_path=path.encode(), trace_path=os.fsencode(trace) if trace else None,
-            svg_path=os.fsencode(svg) if svg else None, print=print_table)
+            svg_path=os.fsencode(svg) if svg else None, print=print_table, replay=replay)
         if rounds < 1:
             raise UsageError(f"rounds: {rounds}, want at least 1")
         errbuf = ctypes.create_string_buffer(8192)
@@ -119,7 +119,8 @@ def _run(compare: bool, scene: str, rounds: int, residency: Optional[str], param
 
 def run_scene(scene: str, *, rounds: int = 1, residency: str = "off", params: Params = None,
               device: Optional[str] = None, verify: bool = False, skip_golden: bool = False,
-              trace: Optional[str] = None, print_table: bool = False) -> Dict[str, Any]:
+              trace: Optional[str] = None, print_table: bool = False,
+              replay: bool = False) -> Dict[str, Any]:
     """Runs a built-in scene as ``hostgraph run`` does; returns its JSON report as Python objects.
 
     Args:
@@ -129,6 +130,7 @@ def run_scene(scene: str, *, rounds: int = 1, residency: str = "off", params: Pa
         params: {"grid": 8} or ["grid=8"] (the command's --param).
         device: a device spec (default "sim").
         verify: verify mode (--verify).
+        replay: checked graph replay on every runner (--replay).
         skip_golden: do not compare outputs with the golden reference.
         trace: also write a Chrome trace-event JSON here (--trace).
         print_table: print the command's table and summary on stdout.
@@ -139,19 +141,20 @@ def run_scene(scene: str, *, rounds: int = 1, residency: str = "off", params: Pa
         SceneError: a run failed (the message names the round and the arg).
     """
     return _run(False, scene, rounds, residency, params, device, verify, skip_golden, trace, None,
-                print_table)
+                print_table, replay)
 
 
 def compare_scene(scene: str, *, rounds: int = 5, params: Params = None, device: Optional[str] = None,
                   verify: bool = False, skip_golden: bool = False, svg: Optional[str] = None,
-                  print_table: bool = False) -> Dict[str, Any]:
+                  print_table: bool = False, replay: bool = False) -> Dict[str, Any]:
     """Runs a scene's rounds (at least 2) three times per residency mode, interleaved,
     as ``hostgraph compare`` does; returns its JSON report: ``{"scene", "device",
     "params", "repeat", "modes": {"off": REPORT, ...}}``, each REPORT with
     ``later_avg_ms_median``, ``_min``, ``_max`` and ``verdict``.  Raises as
-    :func:`run_scene`; Ctrl-C raises KeyboardInterrupt after the round in flight."""
+    :func:`run_scene`; Ctrl-C raises KeyboardInterrupt after the round in flight.
+    ``replay=True``: every mode with replay on (--replay)."""
     return _run(True, scene, rounds, None, params, device, verify, skip_golden, None, svg,
-                print_table)
+                print_table, replay)
 
 
 class SceneCase(Closing):

@@ -66,7 +66,7 @@ static int submit_chunk(hg_orch *o, const wl_attn_seq *s, const wl_attn_scratch 
     a[0] = s->q;
     uint32_t n = 1 + block_args(s, s->k_arg, s->k_cache, c, a + 1);
     a[n++] = (hg_task_arg){scr->scores, HG_OUT, scores};
-    int rc = submit(o, &kern_attn_qk, a, n, sc, 2);
+    int rc = submit(o, kern_attn_qk_for(s->q.view.dtype, n - 2), a, n, sc, 2);
     hg_task_arg sm[2] = {{scr->scores, HG_INOUT, scores},
                          {scr->stats, HG_OUT, wl_view(&scr->stats_v, slot * h * 2, 2, st, ust)}};
     if (rc == 0)
@@ -75,7 +75,7 @@ static int submit_chunk(hg_orch *o, const wl_attn_seq *s, const wl_attn_scratch 
     n = 1 + block_args(s, s->v_arg, s->v_cache, c, a + 1);
     a[n++] =
         (hg_task_arg){scr->parts, HG_OUT, wl_view(&scr->parts_v, slot * h * scr->d, 2, sp, up)};
-    return rc != 0 ? rc : submit(o, &kern_attn_pv, a, n, sc, 1);
+    return rc != 0 ? rc : submit(o, kern_attn_pv_for(n - 2), a, n, sc, 1);
 }
 
 int wl_attn_submit(hg_orch *o, const wl_attn_seq *s, const wl_attn_scratch *scr, size_t first)

@@ -652,6 +652,40 @@ static int merge_task(const hg_kernel_ctx *ctx)
 }
 
 const hg_kernel kern_attn_qk = {"attn_qk", qk_task, HG_CORE_CUBE, NULL, NULL};
-const hg_kernel kern_attn_softmax = {"attn_softmax", softmax_task, HG_CORE_VECTOR, NULL, NULL};
+const hg_kernel kern_attn_softmax = {"attn_softmax", softmax_task, HG_CORE_VECTOR, kern_cl_source,
+                                     "attn_softmax"};
 const hg_kernel kern_attn_pv = {"attn_pv", pv_task, HG_CORE_CUBE, NULL, NULL};
-const hg_kernel kern_attn_merge = {"attn_merge", merge_task, HG_CORE_VECTOR, NULL, NULL};
+const hg_kernel kern_attn_merge = {"attn_merge", merge_task, HG_CORE_VECTOR, kern_cl_source,
+                                   "attn_merge"};
+
+/* The records per block count (kernels.h): entries "<prefix>1".."<prefix>8". */
+#define ATTN_CL(name, fn, core, entry)                                                             \
+    {                                                                                              \
+        name, fn, core, kern_cl_source, entry                                                      \
+    }
+#define ATTN_BY_BLOCKS(name, fn, core, prefix)                                                     \
+    {                                                                                              \
+        ATTN_CL(name, fn, core, prefix "1"), ATTN_CL(name, fn, core, prefix "2"),                  \
+            ATTN_CL(name, fn, core, prefix "3"), ATTN_CL(name, fn, core, prefix "4"),              \
+            ATTN_CL(name, fn, core, prefix "5"), ATTN_CL(name, fn, core, prefix "6"),              \
+            ATTN_CL(name, fn, core, prefix "7"), ATTN_CL(name, fn, core, prefix "8")               \
+    }
+_Static_assert(KERN_ATTN_MAX_BLOCKS == 8, "opencl.c has an entry per block count up to 8");
+
+static const hg_kernel qk_f32[] = ATTN_BY_BLOCKS("attn_qk", qk_task, HG_CORE_CUBE, "attn_qk_f32_");
+static const hg_kernel qk_bf16[] =
+    ATTN_BY_BLOCKS("attn_qk", qk_task, HG_CORE_CUBE, "attn_qk_bf16_");
+static const hg_kernel pv_by_blocks[] =
+    ATTN_BY_BLOCKS("attn_pv", pv_task, HG_CORE_CUBE, "attn_pv_");
+
+const hg_kernel *kern_attn_qk_for(hg_dtype q, uint32_t nb)
+{
+    if (nb == 0 || nb > KERN_ATTN_MAX_BLOCKS || (q != HG_F32 && q != HG_BF16))
+        return &kern_attn_qk;
+    return q == HG_F32 ? &qk_f32[nb - 1] : &qk_bf16[nb - 1];
+}
+
+const hg_kernel *kern_attn_pv_for(uint32_t nb)
+{
+    return nb == 0 || nb > KERN_ATTN_MAX_BLOCKS ? &kern_attn_pv : &pv_by_blocks[nb - 1];
+}

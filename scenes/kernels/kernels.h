@@ -90,8 +90,13 @@ int kern_proj(const kern_mat *x, const uint16_t *w, size_t n, size_t k, size_t l
 
 /* The projection as a task (cube core).  Args: x (IN, tiled [rows x K]),
  * w (IN, bf16 [n, K] or [1, n, K], K contiguous), y (OUT, f32 [rows, n] or
- * [1, rows, n], rows contiguous).  Fails (1) on shapes that do not agree. */
+ * [1, rows, n], rows contiguous).  Fails (1) on shapes that do not agree.
+ * kern_proj_kernel's OpenCL slot takes an f32 x: an OpenCL kernel cannot
+ * see a view's dtype, so a graph takes kern_proj_for(x's dtype), whose
+ * slot takes that dtype (f32 or bf16; another has no slot, and an OpenCL
+ * device refuses it at submit). */
 extern const hg_kernel kern_proj_kernel;
+const hg_kernel *kern_proj_for(hg_dtype x);
 
 /* ------------------------------------------------------------- dispatch */
 
@@ -136,5 +141,18 @@ extern const hg_kernel kern_attn_qk;
 extern const hg_kernel kern_attn_softmax;
 extern const hg_kernel kern_attn_pv;
 extern const hg_kernel kern_attn_merge;
+
+/* QK and PV as a graph submits them.  An OpenCL kernel's params are fixed
+ * and it cannot see a view's dtype, so their OpenCL slots come one per
+ * count of cache blocks nb (1..KERN_ATTN_MAX_BLOCKS) and, for QK, per q
+ * dtype (f32 or bf16): these pick the record (same name and host function
+ * as kern_attn_qk and kern_attn_pv, whose own records have no OpenCL slot).
+ * Outside those ranges they return the slotless record. */
+const hg_kernel *kern_attn_qk_for(hg_dtype q, uint32_t nb);
+const hg_kernel *kern_attn_pv_for(uint32_t nb);
+
+/* The OpenCL program of the kernels above (opencl.c): OpenCL C 1.2 in
+ * hostgraph.h's calling convention, one program for all of them. */
+extern const char kern_cl_source[];
 
 #endif

@@ -324,4 +324,11 @@ static int proj_task(const hg_kernel_ctx *ctx)
     return kern_proj(&x, w->data, n, k, ldw, y->data, ldy);
 }
 
-const hg_kernel kern_proj_kernel = {"proj", proj_task, HG_CORE_CUBE, NULL, NULL};
+const hg_kernel kern_proj_kernel = {"proj", proj_task, HG_CORE_CUBE, kern_cl_source, "proj_f32"};
+static const hg_kernel proj_bf16x = {"proj", proj_task, HG_CORE_CUBE, kern_cl_source, "proj_bf16"};
+static const hg_kernel proj_host = {"proj", proj_task, HG_CORE_CUBE, NULL, NULL};
+
+const hg_kernel *kern_proj_for(hg_dtype x)
+{
+    return x == HG_F32 ? &kern_proj_kernel : x == HG_BF16 ? &proj_bf16x : &proj_host;
+}

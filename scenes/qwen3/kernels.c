@@ -202,10 +202,14 @@ static int residual_task(const hg_kernel_ctx *ctx)
     return 0;
 }
 
-const hg_kernel qwen3_rmsnorm = {"rmsnorm", rmsnorm_task, HG_CORE_VECTOR, NULL, NULL};
-const hg_kernel qwen3_add_rmsnorm = {"add_rmsnorm", add_rmsnorm_task, HG_CORE_VECTOR, NULL, NULL};
-const hg_kernel qwen3_head_norm_rope = {"head_norm_rope", head_norm_rope_task, HG_CORE_VECTOR, NULL,
-                                        NULL};
-const hg_kernel qwen3_kv_write = {"kv_write", kv_write_task, HG_CORE_VECTOR, NULL, NULL};
-const hg_kernel qwen3_silu_mul = {"silu_mul", silu_mul_task, HG_CORE_VECTOR, NULL, NULL};
-const hg_kernel qwen3_residual = {"residual", residual_task, HG_CORE_VECTOR, NULL, NULL};
+/* Each with its OpenCL slot (kernels_cl.c), the entry named as the kernel. */
+#define QWEN3_KERNEL(name, fn)                                                                     \
+    {                                                                                              \
+#name, fn, HG_CORE_VECTOR, qwen3_cl_source, #name                                          \
+    }
+const hg_kernel qwen3_rmsnorm = QWEN3_KERNEL(rmsnorm, rmsnorm_task);
+const hg_kernel qwen3_add_rmsnorm = QWEN3_KERNEL(add_rmsnorm, add_rmsnorm_task);
+const hg_kernel qwen3_head_norm_rope = QWEN3_KERNEL(head_norm_rope, head_norm_rope_task);
+const hg_kernel qwen3_kv_write = QWEN3_KERNEL(kv_write, kv_write_task);
+const hg_kernel qwen3_silu_mul = QWEN3_KERNEL(silu_mul, silu_mul_task);
+const hg_kernel qwen3_residual = QWEN3_KERNEL(residual, residual_task);

@@ -281,7 +281,7 @@ static int submit_proj(hg_orch *o, const plan *p, hg_task_arg x, uint32_t warg, 
         hg_task_arg a[3] = {
             x, targ(p->idx[warg], HG_IN, view2(w3, (l * n + j * y->w) * k, y->w, k, k)),
             targ(y->arg, HG_OUT, tile_at(y, rt, j, rows))};
-        rc = submit(o, &kern_proj_kernel, a, 3, NULL, 0);
+        rc = submit(o, kern_proj_for(x.view.dtype), a, 3, NULL, 0);
     }
     return rc;
 }

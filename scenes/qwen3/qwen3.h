@@ -5,6 +5,7 @@
  *   ../qwen3_decode.c  the scene: params, presets, args and their contents
  *   orch.c             the orchestration: tasks per layer per tile row
  *   kernels.c          the step's vector kernels (norms, RoPE, KV write, MLP)
+ *   kernels_cl.c       their OpenCL slots
  *   golden.c           the plain double reference of the whole step
  *   check.c            the compact golden check of the KV caches
  *
@@ -98,6 +99,9 @@ extern const hg_kernel qwen3_head_norm_rope;
 extern const hg_kernel qwen3_kv_write;
 extern const hg_kernel qwen3_silu_mul;
 extern const hg_kernel qwen3_residual;
+/* Their OpenCL program (kernels_cl.c): each slot takes the dtypes orch.c
+ * passes (an OpenCL kernel cannot see a view's dtype). */
+extern const char qwen3_cl_source[];
 
 /* What the golden computes besides `out`: each layer's written K and V rows
  * (kv_heads * head_dim values per sequence), before bf16 rounding. */

@@ -29,7 +29,8 @@
  * interface): a backend with cores (the sim) supplies run_cores and the
  * executor runs host functions on them; a backend with a queue (opencl)
  * supplies kernel_get, queue_begin, launch and queue_end instead, and the
- * executor enqueues the graph in submission order (a topological order).
+ * executor enqueues the graph in submission order (a topological order),
+ * each task with the tasks it depends on as its wait list.
  */
 #ifndef HG_DEVICE_BACKEND_H
 #define HG_DEVICE_BACKEND_H
@@ -61,6 +62,9 @@ typedef struct device_config {
     uint64_t default_mem; /* the capacity without mem= (a backend's open may set it) */
     uint32_t cl_platform; /* opencl: platform= and device= */
     uint32_t cl_device;
+    uint64_t cl_max_alloc; /* opencl: max_alloc= (0: the device's own limit) */
+    uint32_t cl_queues;    /* opencl: queues= in-order queues (0: out-of-order if the
+                              device has it) */
 } device_config;
 
 /* The type of core `core` under cfg (HG_CORE_ANY when untyped). */
@@ -108,12 +112,14 @@ typedef struct device_ops {
      * (device_kernel_get, device_queue_begin, device_launch, device_queue_end). */
     int (*kernel_get)(void *state, const char *source, const char *entry, const void **handle,
                       hg_err *e);
-    int (*queue_begin)(void *state, uint32_t ntasks, hg_err *e);
-    int (*launch)(void *state, const void *handle, uint32_t task, const device_karg *args,
-                  uint32_t nargs, const uint64_t *scalars, uint32_t nscalars, hg_err *e);
-    int (*queue_end)(void *state, uint32_t ntasks, uint32_t *bad_task, int32_t *bad_code,
-                     hg_err *e);
+    int (*queue_begin)(void *state, uint32_t ntasks, bool profile, hg_err *e);
+    int (*launch)(void *state, const device_task *t, hg_err *e);
+    int (*queue_end)(void *state, uint32_t ntasks, device_queue_result *res, hg_err *e);
     uint64_t (*program_builds)(void *state);
+    /* Optional (NULL: 0): device_debug_profiled_runs. */
+    uint64_t (*profiled_runs)(void *state);
+    /* Optional (NULL: 0): device_alloc_piece. */
+    uint64_t (*alloc_piece)(void *state);
     /* Optional: the calling thread's last backend message ("" or NULL). */
     const char *(*errmsg)(void);
 } device_ops;

@@ -543,23 +543,35 @@ int device_kernel_get(hg_device *dev, const char *source, const char *entry, con
     return dev->ops->kernel_get(dev->state, source, entry, handle, e);
 }
 
-int device_queue_begin(hg_device *dev, uint32_t ntasks, hg_err *e)
+int device_queue_begin(hg_device *dev, uint32_t ntasks, bool profile, hg_err *e)
 {
     if (!device_runs_queue(dev))
         return err_set(e, HG_EUNSUPPORTED, "device '%s' has no queue", hg_device_spec(dev));
-    return dev->ops->queue_begin(dev->state, ntasks, e);
+    return dev->ops->queue_begin(dev->state, ntasks, profile, e);
 }
 
-int device_launch(hg_device *dev, const void *handle, uint32_t task, const device_karg *args,
-                  uint32_t nargs, const uint64_t *scalars, uint32_t nscalars, hg_err *e)
+int device_launch(hg_device *dev, const device_task *t, hg_err *e)
 {
-    return dev->ops->launch(dev->state, handle, task, args, nargs, scalars, nscalars, e);
+    return dev->ops->launch(dev->state, t, e);
 }
 
-int device_queue_end(hg_device *dev, uint32_t ntasks, uint32_t *bad_task, int32_t *bad_code,
-                     hg_err *e)
+int device_queue_end(hg_device *dev, uint32_t ntasks, device_queue_result *res, hg_err *e)
 {
-    return dev->ops->queue_end(dev->state, ntasks, bad_task, bad_code, e);
+    return dev->ops->queue_end(dev->state, ntasks, res, e);
+}
+
+uint64_t device_alloc_piece(const hg_device *dev)
+{
+    if (dev == NULL || dev->ops->alloc_piece == NULL)
+        return 0;
+    return dev->ops->alloc_piece(dev->state);
+}
+
+uint64_t device_debug_profiled_runs(const hg_device *dev)
+{
+    if (dev == NULL || dev->ops->profiled_runs == NULL)
+        return 0;
+    return dev->ops->profiled_runs(dev->state);
 }
 
 uint64_t device_debug_program_builds(const hg_device *dev)

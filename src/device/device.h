@@ -114,7 +114,8 @@ int device_kernel_get(hg_device *dev, const char *source, const char *entry, con
 
 /* One task arg of a launch: the view's first element and its layout. */
 typedef struct device_karg {
-    hg_devaddr addr; /* 0 for an empty view */
+    hg_devaddr addr;   /* 0 for an empty view */
+    hg_devaddr lo, hi; /* the view's device byte extent (lo == hi when empty) */
     hg_dtype dtype;
     uint32_t ndims;
     size_t shape[HG_MAX_DIMS];
@@ -122,18 +123,48 @@ typedef struct device_karg {
     bool write;
 } device_karg;
 
+/* One task of a run on a queue device. */
+typedef struct device_task {
+    const void *kernel; /* device_kernel_get's handle */
+    uint32_t task;      /* 0..ntasks-1, launched in increasing order */
+    const device_karg *args;
+    uint32_t nargs;
+    const uint64_t *scalars;
+    uint32_t nscalars;
+    const uint32_t *waits; /* earlier tasks (already launched) this one must follow */
+    uint32_t nwaits;
+} device_task;
+
+/* What the one wait of a run found. */
+typedef struct device_queue_result {
+    uint32_t bad_task; /* the lowest task that failed (UINT32_MAX: none) */
+    int32_t bad_code;  /* its status word; 0 if its command failed (then an error) */
+    /* In: NULL, or room for 2 * ntasks.  Out: each task's start and end on
+     * the device, in clock_now_ns's clock ([2t], [2t+1]); a task never
+     * launched gets 0, 0.  Only after a queue_begin with `profile`. */
+    uint64_t *spans;
+} device_queue_result;
+
 /* A run on a queue device: begin (takes the device's run lock and clears
- * ntasks status words), one launch per task in a topological order (task
- * numbers 0..ntasks-1), end (one wait; releases the lock, also after a
- * failed launch).  end reports the first task whose kernel set its status
- * word: *bad_task (UINT32_MAX if none) and the code in *bad_code.  The
- * status words are the device's own: no counted copy, no allocation after
- * the first run of a size. */
-int device_queue_begin(hg_device *dev, uint32_t ntasks, hg_err *e);
-int device_launch(hg_device *dev, const void *handle, uint32_t task, const device_karg *args,
-                  uint32_t nargs, const uint64_t *scalars, uint32_t nscalars, hg_err *e);
-int device_queue_end(hg_device *dev, uint32_t ntasks, uint32_t *bad_task, int32_t *bad_code,
-                     hg_err *e);
+ * ntasks status words; `profile` asks for per-task times, at a cost paid
+ * only then), one launch per task in increasing task order, each after the
+ * tasks it waits for (the device may run tasks that wait for nothing
+ * common at once, in any order), end (one wait for all of it; releases the
+ * lock, also after a failed launch).  end reports the lowest task whose
+ * kernel set its status word, or whose command failed (then its return is
+ * HG_EKERNEL with the API's words).  The status words are the device's
+ * own: no counted copy, no allocation after the first run of a size. */
+int device_queue_begin(hg_device *dev, uint32_t ntasks, bool profile, hg_err *e);
+int device_launch(hg_device *dev, const device_task *t, hg_err *e);
+int device_queue_end(hg_device *dev, uint32_t ntasks, device_queue_result *res, hg_err *e);
+/* The bytes of each piece a device splits its allocations into (a kernel
+ * arg must lie in one piece): 0 when an allocation is one piece whatever
+ * its size (the sim).  OpenCL: its max alloc, rounded down to
+ * HG_DEVICE_ALIGN. */
+uint64_t device_alloc_piece(const hg_device *dev);
+/* Runs the device has timed per task (queue_begin's `profile`): tests see
+ * that an untraced run pays no profiling. */
+uint64_t device_debug_profiled_runs(const hg_device *dev);
 /* Programs the device has built (tests: a later round builds none). */
 uint64_t device_debug_program_builds(const hg_device *dev);
 /* The calling thread's last message from dev's backend ("" if none): why

@@ -1,15 +1,18 @@
 /*
  * opencl.c: the OpenCL device backend: memory, copies, fill and the open
- * device (context, one in-order queue).  Kernels and runs: opencl_run.c.
+ * device (context, queues).  Kernels and runs: opencl_run.c.
  * Compiled only with HG_HAVE_OPENCL.
  *
- * Memory.  Each allocation is its own cl_mem, no larger than the device's
- * CL_DEVICE_MAX_MEM_ALLOC_SIZE: a larger one fails with HG_EDEVMEM and a
- * message naming the limit (no splitting yet).  A device address is opaque:
- * the table maps it to (cl_mem, offset), so a slice of the retained buffer
- * is an offset, never a sub-buffer whose alignment rules could refuse it.
- * translate returns NULL: device memory has no host pointer here, and a host
- * view of device memory stays the named error HG_ENOHOSTVIEW above.
+ * Memory.  No cl_mem may exceed CL_DEVICE_MAX_MEM_ALLOC_SIZE (or the
+ * max_alloc= cap, for tests), so an allocation is pieces of `piece` bytes
+ * (that limit rounded down to HG_DEVICE_ALIGN), each its own cl_mem, made
+ * as one: all or none.  A device address is opaque: the table maps it to
+ * (allocation, offset), and the offset to (piece, offset in it), so a slice
+ * of the retained buffer is an offset, never a sub-buffer whose alignment
+ * rules could refuse it.  Copies and fills are split at piece boundaries;
+ * a kernel arg must lie in one piece (opencl_run.c).  translate returns
+ * NULL: device memory has no host pointer here, and a host view of device
+ * memory stays the named error HG_ENOHOSTVIEW above.
  *
  * Addresses.  Each opened OpenCL device takes its own window of the
  * non-canonical range OCL_BASE + slot * OCL_WINDOW (slot: a process-wide
@@ -18,11 +21,16 @@
  * the capacity (address space only: fragmentation never refuses what the
  * capacity allows) and rounded to HG_DEVICE_ALIGN; freed addresses come back.
  *
- * The allocation table keeps the sim's invariants (backend.h): sorted by
- * address, disjoint spans, read under the read lock (copies and runs hold it
- * while their commands are in flight, so a concurrent free waits), changed
- * under the write lock.  clCreateBuffer runs with no lock held: the range is
- * reserved first with no cl_mem, and is nobody else's until malloc returns.
+ * The allocation table (alloc_table.h, shared with the sim) is read under
+ * the read lock (copies and runs hold it while their commands are in
+ * flight, so a concurrent free waits) and changed under the write lock.
+ * clCreateBuffer runs with no lock held: the range is reserved first as a
+ * pending entry, and is nobody else's until malloc returns.
+ *
+ * Queues.  Copies, fills and poisoning go to one in-order transfer queue
+ * and each waits there (a batch: one clFinish); kernels go to the run
+ * queues (opencl_run.c), whose every run first waits for the transfer
+ * queue's earlier commands through an event, not a host wait.
  */
 #ifdef HG_HAVE_OPENCL
 #include <stdatomic.h>
@@ -40,42 +48,16 @@ static atomic_uint ocl_next_slot;
 
 /* ------------------------------------------------------------ table */
 
-/* Index of the last entry with addr <= a, or -1.  Caller holds a lock. */
-static long ocl_find_index(const ocl_dev *s, hg_devaddr a)
-{
-    size_t lo = 0, hi = s->nallocs;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (s->allocs[mid].addr <= a)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return (long)lo - 1;
-}
-
-const ocl_alloc *opencl_lookup(const ocl_dev *s, hg_devaddr a, size_t bytes)
-{
-    long i = ocl_find_index(s, a);
-    if (i < 0)
-        return NULL;
-    const ocl_alloc *e = &s->allocs[i];
-    uint64_t off = a - e->addr;
-    if (e->mem == NULL || off > e->size || bytes > e->size - off)
-        return NULL;
-    return e;
-}
-
 static int ocl_find_alloc(void *state, hg_devaddr addr, hg_devaddr *base, size_t *size, bool *user)
 {
     ocl_dev *s = state;
     int rc = HG_ENOTFOUND;
     device_rwlock_rdlock(&s->table_lock);
-    long i = ocl_find_index(s, addr);
-    if (i >= 0 && s->allocs[i].mem != NULL && addr - s->allocs[i].addr < s->allocs[i].size) {
-        *base = s->allocs[i].addr;
-        *size = s->allocs[i].size;
-        *user = s->allocs[i].user;
+    const alloc_entry *e = alloc_table_containing(&s->table, addr);
+    if (e != NULL) {
+        *base = e->addr;
+        *size = e->size;
+        *user = e->user;
         rc = 0;
     }
     device_rwlock_unlock(&s->table_lock);
@@ -93,91 +75,76 @@ static void *ocl_translate(void *state, hg_devaddr addr, size_t bytes)
     return NULL; /* no host pointers: see the top of this file */
 }
 
+ocl_part opencl_part(const ocl_dev *s, const alloc_entry *e, hg_devaddr addr, size_t bytes)
+{
+    const ocl_mem *m = e->mem;
+    uint64_t off = addr - e->addr;
+    uint64_t k = off / s->piece, in = off - k * s->piece;
+    uint64_t room = s->piece - in;
+    return (ocl_part){m->piece[k], (size_t)in, bytes < room ? bytes : (size_t)room};
+}
+
 /* ---------------------------------------------------- allocate and free */
 
-static uint64_t ocl_span(size_t bytes)
+static void ocl_mem_release(const ocl_dev *s, ocl_mem *m)
 {
-    return ((uint64_t)bytes + HG_DEVICE_ALIGN - 1) & ~(uint64_t)(HG_DEVICE_ALIGN - 1);
+    for (uint32_t k = 0; m != NULL && k < m->npieces; k++)
+        if (m->piece[k] != NULL)
+            s->api->clReleaseMemObject(m->piece[k]);
+    free(m);
 }
 
-/* First fit in the window; caller holds the write lock. */
-static bool ocl_first_fit(const ocl_dev *s, uint64_t span, hg_devaddr *addr, size_t *at)
+/* The cl_mem pieces of an allocation of `bytes` (no lock held). */
+static int ocl_mem_make(const ocl_dev *s, size_t bytes, ocl_mem **out)
 {
-    uint64_t cursor = s->base;
-    for (size_t i = 0; i < s->nallocs; i++) {
-        if (s->allocs[i].addr - cursor >= span) {
-            *addr = cursor;
-            *at = i;
-            return true;
-        }
-        cursor = s->allocs[i].addr + s->allocs[i].span;
+    uint64_t n = (bytes + s->piece - 1) / s->piece;
+    if (n > UINT32_MAX)
+        return opencl_fail(HG_EDEVMEM, "opencl: %zu bytes would need %llu pieces", bytes,
+                           (unsigned long long)n);
+    ocl_mem *m = calloc(1, sizeof *m + (size_t)n * sizeof(cl_mem));
+    if (m == NULL)
+        return opencl_fail(HG_ENOMEM, "opencl: no host memory for %llu pieces",
+                           (unsigned long long)n);
+    m->npieces = (uint32_t)n;
+    int rc = 0;
+    for (uint32_t k = 0; k < m->npieces && rc == 0; k++) {
+        uint64_t left = bytes - (uint64_t)k * s->piece;
+        size_t len = (size_t)(left < s->piece ? left : s->piece);
+        cl_int crc = CL_SUCCESS;
+        m->piece[k] = s->api->clCreateBuffer(s->ctx, CL_MEM_READ_WRITE, len, NULL, &crc);
+        rc = opencl_check(crc, "clCreateBuffer", HG_EDEVMEM);
     }
-    if (s->base + s->window - cursor < span)
-        return false;
-    *addr = cursor;
-    *at = s->nallocs;
-    return true;
-}
-
-static bool ocl_table_reserve(ocl_dev *s)
-{
-    if (s->nallocs < s->cap_allocs)
-        return true;
-    size_t cap = s->cap_allocs ? s->cap_allocs * 2 : 64;
-    ocl_alloc *grown = realloc(s->allocs, cap * sizeof *grown);
-    if (grown == NULL)
-        return false;
-    s->allocs = grown;
-    s->cap_allocs = cap;
-    return true;
-}
-
-/* Removes the entry at addr (write lock held); its cl_mem to *mem. */
-static bool ocl_table_remove(ocl_dev *s, hg_devaddr addr, size_t *bytes, cl_mem *mem)
-{
-    long i = ocl_find_index(s, addr);
-    if (i < 0 || s->allocs[i].addr != addr)
-        return false;
-    *bytes = s->allocs[i].size;
-    *mem = s->allocs[i].mem;
-    memmove(&s->allocs[i], &s->allocs[i + 1], (s->nallocs - (size_t)i - 1) * sizeof *s->allocs);
-    s->nallocs--;
-    return true;
+    if (rc != 0) {
+        ocl_mem_release(s, m);
+        return rc;
+    }
+    *out = m;
+    return 0;
 }
 
 static int ocl_malloc(void *state, size_t bytes, bool user, hg_devaddr *out)
 {
     ocl_dev *s = state;
-    if (bytes > s->max_alloc)
-        return opencl_fail(HG_EDEVMEM,
-                           "opencl: %zu bytes in one allocation exceed the device's "
-                           "CL_DEVICE_MAX_MEM_ALLOC_SIZE (%llu bytes)",
-                           bytes, (unsigned long long)s->max_alloc);
-    const uint64_t span = ocl_span(bytes);
+    const alloc_entry want = {
+        .size = bytes, .span = alloc_table_align(bytes), .user = user, .pending = true};
     hg_devaddr addr = 0;
-    size_t at;
-    int rc = HG_EDEVMEM;
     device_rwlock_wrlock(&s->table_lock);
-    if (ocl_table_reserve(s) && ocl_first_fit(s, span, &addr, &at)) {
-        memmove(&s->allocs[at + 1], &s->allocs[at], (s->nallocs - at) * sizeof *s->allocs);
-        s->allocs[at] =
-            (ocl_alloc){.addr = addr, .size = bytes, .span = span, .mem = NULL, .user = user};
-        s->nallocs++;
-        rc = 0;
-    }
+    const alloc_entry *e = alloc_table_insert(&s->table, &want);
+    if (e != NULL)
+        addr = e->addr;
     device_rwlock_unlock(&s->table_lock);
-    if (rc != 0)
-        return opencl_fail(rc, "opencl: no free address range of %zu bytes", bytes);
-    cl_int crc = CL_SUCCESS;
-    cl_mem mem = s->api->clCreateBuffer(s->ctx, CL_MEM_READ_WRITE, bytes, NULL, &crc);
-    rc = opencl_check(crc, "clCreateBuffer", HG_EDEVMEM);
+    if (e == NULL)
+        return opencl_fail(HG_EDEVMEM, "opencl: no free address range of %zu bytes", bytes);
+    ocl_mem *m = NULL;
+    int rc = ocl_mem_make(s, bytes, &m);
+    alloc_entry gone;
     device_rwlock_wrlock(&s->table_lock);
+    alloc_entry *mine = alloc_table_at(&s->table, addr);
     if (rc == 0) {
-        s->allocs[ocl_find_index(s, addr)].mem = mem;
+        mine->mem = m;
+        mine->pending = false;
     } else {
-        size_t dummy;
-        cl_mem none;
-        ocl_table_remove(s, addr, &dummy, &none);
+        alloc_table_remove(&s->table, addr, &gone);
     }
     device_rwlock_unlock(&s->table_lock);
     if (rc == 0)
@@ -186,87 +153,94 @@ static int ocl_malloc(void *state, size_t bytes, bool user, hg_devaddr *out)
 }
 
 /* New memory is garbage, as on the sim: a kernel that reads bytes nobody
- * wrote sees 0xA5, not zeros.  Enqueued on the in-order queue, so every
- * later command sees it done. */
+ * wrote sees 0xA5, not zeros.  Enqueued on the in-order transfer queue, so
+ * every later copy sees it done, and every run waits for it (queue_begin). */
 static void ocl_prepare(void *state, hg_devaddr addr, size_t bytes)
 {
     ocl_dev *s = state;
-    device_rwlock_rdlock(&s->table_lock);
-    const ocl_alloc *e = opencl_lookup(s, addr, bytes);
     cl_uchar poison = OCL_POISON;
-    if (e != NULL)
-        (void)s->api->clEnqueueFillBuffer(s->queue, e->mem, &poison, 1, 0, bytes, 0, NULL, NULL);
+    device_rwlock_rdlock(&s->table_lock);
+    const alloc_entry *e = alloc_table_lookup(&s->table, addr, bytes);
+    while (e != NULL && bytes > 0) {
+        ocl_part p = opencl_part(s, e, addr, bytes);
+        (void)s->api->clEnqueueFillBuffer(s->xfer, p.mem, &poison, 1, p.off, p.bytes, 0, NULL,
+                                          NULL);
+        addr += p.bytes;
+        bytes -= p.bytes;
+    }
     device_rwlock_unlock(&s->table_lock);
 }
 
 static int ocl_free(void *state, hg_devaddr addr, bool user, size_t *bytes)
 {
     ocl_dev *s = state;
-    cl_mem mem = NULL;
+    alloc_entry gone = {0};
     device_rwlock_wrlock(&s->table_lock);
-    /* An entry without a cl_mem is an allocation still being made: its
-     * address was never returned, so it is nobody's to free. */
-    const ocl_alloc *e = opencl_lookup(s, addr, 0);
-    bool found =
-        e != NULL && e->addr == addr && e->user == user && ocl_table_remove(s, addr, bytes, &mem);
+    /* A pending entry is an allocation still being made: its address was
+     * never returned, so it is nobody's to free. */
+    const alloc_entry *e = alloc_table_lookup(&s->table, addr, 0);
+    bool found = e != NULL && e->addr == addr && e->user == user &&
+                 alloc_table_remove(&s->table, addr, &gone);
     device_rwlock_unlock(&s->table_lock);
     if (!found)
         return HG_ENOTFOUND;
+    *bytes = gone.size;
     /* OpenCL frees it once the commands that use it are done. */
-    s->api->clReleaseMemObject(mem);
+    ocl_mem_release(s, gone.mem);
     return 0;
 }
 
 /* ------------------------------------------------------------ copies */
 
-/* Enqueues one range (the read lock held); blocking when `wait`. */
-static int ocl_enqueue_copy(ocl_dev *s, bool to_device, hg_devaddr addr, void *host, size_t bytes,
-                            cl_bool wait)
+/* Enqueues one range, piece by piece, on the transfer queue without
+ * waiting (the read lock held). */
+static int ocl_enqueue_copy(ocl_dev *s, bool to_device, hg_devaddr addr, void *host, size_t bytes)
 {
-    const ocl_alloc *e = opencl_lookup(s, addr, bytes);
+    const alloc_entry *e = alloc_table_lookup(&s->table, addr, bytes);
     if (e == NULL)
         return HG_ERANGE;
-    size_t off = (size_t)(addr - e->addr);
-    if (to_device)
-        return OCL_CALL(s->api, HG_ECOPY, clEnqueueWriteBuffer, s->queue, e->mem, wait, off, bytes,
-                        host, 0, NULL, NULL);
-    return OCL_CALL(s->api, HG_ECOPY, clEnqueueReadBuffer, s->queue, e->mem, wait, off, bytes, host,
-                    0, NULL, NULL);
-}
-
-static int ocl_copy_to(void *state, hg_devaddr dst, const void *src, size_t bytes)
-{
-    ocl_dev *s = state;
-    device_rwlock_rdlock(&s->table_lock);
-    int rc = ocl_enqueue_copy(s, true, dst, (void *)src, bytes, CL_TRUE);
-    device_rwlock_unlock(&s->table_lock);
+    int rc = 0;
+    unsigned char *h = host;
+    while (bytes > 0 && rc == 0) {
+        ocl_part p = opencl_part(s, e, addr, bytes);
+        if (to_device)
+            rc = OCL_CALL(s->api, HG_ECOPY, clEnqueueWriteBuffer, s->xfer, p.mem, CL_FALSE, p.off,
+                          p.bytes, h, 0, NULL, NULL);
+        else
+            rc = OCL_CALL(s->api, HG_ECOPY, clEnqueueReadBuffer, s->xfer, p.mem, CL_FALSE, p.off,
+                          p.bytes, h, 0, NULL, NULL);
+        addr += p.bytes;
+        h += p.bytes;
+        bytes -= p.bytes;
+    }
     return rc;
 }
 
-static int ocl_copy_from(void *state, void *dst, hg_devaddr src, size_t bytes)
-{
-    ocl_dev *s = state;
-    device_rwlock_rdlock(&s->table_lock);
-    int rc = ocl_enqueue_copy(s, false, src, dst, bytes, CL_FALSE);
-    if (rc == 0)
-        rc = OCL_CALL(s->api, HG_ECOPY, clFinish, s->queue);
-    device_rwlock_unlock(&s->table_lock);
-    return rc;
-}
-
-/* A batch: every range enqueued without waiting, then one clFinish (which
- * also runs when a range failed, so no command outlives its host memory). */
-static int ocl_copy_batch(void *state, bool to_device, const device_copy *list, size_t n)
+/* Every range enqueued without waiting, then one clFinish (which also runs
+ * when a range failed, so no command outlives its host memory). */
+static int ocl_copy_list(void *state, bool to_device, const device_copy *list, size_t n)
 {
     ocl_dev *s = state;
     int rc = 0;
     device_rwlock_rdlock(&s->table_lock);
     for (size_t i = 0; i < n && rc == 0; i++)
         if (list[i].bytes != 0)
-            rc = ocl_enqueue_copy(s, to_device, list[i].dev, list[i].host, list[i].bytes, CL_FALSE);
-    int frc = OCL_CALL(s->api, HG_ECOPY, clFinish, s->queue);
+            rc = ocl_enqueue_copy(s, to_device, list[i].dev, list[i].host, list[i].bytes);
+    int frc = OCL_CALL(s->api, HG_ECOPY, clFinish, s->xfer);
     device_rwlock_unlock(&s->table_lock);
     return rc != 0 ? rc : frc;
+}
+
+static int ocl_copy_to(void *state, hg_devaddr dst, const void *src, size_t bytes)
+{
+    const device_copy one = {(void *)src, dst, bytes};
+    return ocl_copy_list(state, true, &one, 1);
+}
+
+static int ocl_copy_from(void *state, void *dst, hg_devaddr src, size_t bytes)
+{
+    const device_copy one = {dst, src, bytes};
+    return ocl_copy_list(state, false, &one, 1);
 }
 
 static int ocl_fill(void *state, hg_devaddr dst, int value, size_t bytes)
@@ -275,12 +249,20 @@ static int ocl_fill(void *state, hg_devaddr dst, int value, size_t bytes)
     int rc = HG_ERANGE;
     cl_uchar byte = (cl_uchar)value;
     device_rwlock_rdlock(&s->table_lock);
-    const ocl_alloc *e = opencl_lookup(s, dst, bytes);
+    const alloc_entry *e = alloc_table_lookup(&s->table, dst, bytes);
     if (e != NULL)
-        rc = OCL_CALL(s->api, HG_ECOPY, clEnqueueFillBuffer, s->queue, e->mem, &byte, 1,
-                      (size_t)(dst - e->addr), bytes, 0, NULL, NULL);
-    if (rc == 0)
-        rc = OCL_CALL(s->api, HG_ECOPY, clFinish, s->queue);
+        rc = 0;
+    while (e != NULL && bytes > 0 && rc == 0) {
+        ocl_part p = opencl_part(s, e, dst, bytes);
+        rc = OCL_CALL(s->api, HG_ECOPY, clEnqueueFillBuffer, s->xfer, p.mem, &byte, 1, p.off,
+                      p.bytes, 0, NULL, NULL);
+        dst += p.bytes;
+        bytes -= p.bytes;
+    }
+    if (e != NULL) {
+        int frc = OCL_CALL(s->api, HG_ECOPY, clFinish, s->xfer);
+        rc = rc != 0 ? rc : frc;
+    }
     device_rwlock_unlock(&s->table_lock);
     return rc;
 }
@@ -292,21 +274,37 @@ static void ocl_close(void *state)
     ocl_dev *s = state;
     if (s == NULL)
         return;
-    if (s->queue != NULL)
-        s->api->clFinish(s->queue);
+    if (s->xfer != NULL)
+        s->api->clFinish(s->xfer);
+    opencl_queues_free(s);
     opencl_programs_free(s);
-    for (size_t i = 0; i < s->nallocs; i++)
-        if (s->allocs[i].mem != NULL)
-            s->api->clReleaseMemObject(s->allocs[i].mem);
-    if (s->queue != NULL)
-        s->api->clReleaseCommandQueue(s->queue);
+    for (size_t i = 0; i < s->table.n; i++)
+        ocl_mem_release(s, s->table.entries[i].mem);
+    if (s->xfer != NULL)
+        s->api->clReleaseCommandQueue(s->xfer);
     if (s->ctx != NULL)
         s->api->clReleaseContext(s->ctx);
-    free(s->allocs);
+    alloc_table_free(&s->table);
     pthread_mutex_destroy(&s->run_lock);
     pthread_mutex_destroy(&s->prog_lock);
     pthread_rwlock_destroy(&s->table_lock);
     free(s);
+}
+
+/* The run queues' shape: one out-of-order queue where the device has one
+ * (and queues= does not ask for in-order ones), else in-order queues, one
+ * per compute unit (at least 2, at most OCL_MAX_QUEUES) or queues=. */
+static int ocl_queue_shape(ocl_dev *s, const device_config *cfg, cl_uint cus)
+{
+    cl_command_queue_properties props = 0;
+    int rc = OCL_CALL(s->api, HG_EINVAL, clGetDeviceInfo, s->id, CL_DEVICE_QUEUE_PROPERTIES,
+                      sizeof props, &props, NULL);
+    if (rc != 0)
+        return rc;
+    s->out_of_order = cfg->cl_queues == 0 && (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
+    uint32_t n = cfg->cl_queues ? cfg->cl_queues : cus < 2 ? 2 : cus;
+    s->nqueues = s->out_of_order ? 1 : n < OCL_MAX_QUEUES ? n : OCL_MAX_QUEUES;
+    return 0;
 }
 
 /* The device's limits; the capacity is mem= capped by its global memory,
@@ -323,18 +321,39 @@ static int ocl_query(ocl_dev *s, device_config *cfg)
     if (rc == 0)
         rc = OCL_CALL(s->api, HG_EINVAL, clGetDeviceInfo, s->id, CL_DEVICE_MAX_COMPUTE_UNITS,
                       sizeof cus, &cus, NULL);
+    if (rc == 0)
+        rc = ocl_queue_shape(s, cfg, cus);
     if (rc != 0)
         return rc;
-    s->max_alloc = max_alloc;
+    s->max_alloc =
+        cfg->cl_max_alloc != 0 && cfg->cl_max_alloc < max_alloc ? cfg->cl_max_alloc : max_alloc;
+    s->piece = s->max_alloc & ~(uint64_t)(HG_DEVICE_ALIGN - 1);
+    if (s->piece == 0)
+        return opencl_fail(HG_EUNSUPPORTED, "opencl: max alloc of %llu bytes is below %u",
+                           (unsigned long long)s->max_alloc, HG_DEVICE_ALIGN);
     cfg->default_mem = global;
     if (cfg->mem_default || cfg->mem_bytes > global)
         cfg->mem_bytes = global;
     cfg->ncores = cus > 0 ? cus : 1;
     if (cfg->mem_bytes > OCL_WINDOW / 2)
         cfg->mem_bytes = OCL_WINDOW / 2;
-    s->window = 2 * ocl_span(cfg->mem_bytes);
+    s->window = 2 * alloc_table_align(cfg->mem_bytes);
     s->base = OCL_BASE + (uint64_t)(atomic_fetch_add(&ocl_next_slot, 1) % OCL_WINDOWS) * OCL_WINDOW;
+    alloc_table_init(&s->table, s->base, s->window);
     return 0;
+}
+
+/* The context, the transfer queue and the plain run queues. */
+static int ocl_open_queues(ocl_dev *s)
+{
+    cl_int crc = CL_SUCCESS;
+    s->ctx = s->api->clCreateContext(NULL, 1, &s->id, NULL, NULL, &crc);
+    int rc = opencl_check(crc, "clCreateContext", HG_EUNSUPPORTED);
+    if (rc == 0) {
+        s->xfer = s->api->clCreateCommandQueue(s->ctx, s->id, 0, &crc);
+        rc = opencl_check(crc, "clCreateCommandQueue", HG_EUNSUPPORTED);
+    }
+    return rc == 0 ? opencl_queues_make(s, false) : rc;
 }
 
 static int ocl_open(device_config *cfg, void **state)
@@ -352,21 +371,20 @@ static int ocl_open(device_config *cfg, void **state)
     int rc = opencl_pick(api, cfg->cl_platform, cfg->cl_device, &s->id);
     if (rc == 0)
         rc = ocl_query(s, cfg);
-    cl_int crc = CL_SUCCESS;
-    if (rc == 0) {
-        s->ctx = api->clCreateContext(NULL, 1, &s->id, NULL, NULL, &crc);
-        rc = opencl_check(crc, "clCreateContext", HG_EUNSUPPORTED);
-    }
-    if (rc == 0) {
-        s->queue = api->clCreateCommandQueue(s->ctx, s->id, 0, &crc);
-        rc = opencl_check(crc, "clCreateCommandQueue", HG_EUNSUPPORTED);
-    }
+    if (rc == 0)
+        rc = ocl_open_queues(s);
     if (rc != 0) {
         ocl_close(s);
         return rc;
     }
     *state = s;
     return 0;
+}
+
+static uint64_t ocl_alloc_piece(void *state)
+{
+    const ocl_dev *s = state;
+    return s->piece;
 }
 
 static const char *ocl_errmsg(void)
@@ -383,7 +401,7 @@ const device_ops device_opencl_ops = {
     .free = ocl_free,
     .copy_to = ocl_copy_to,
     .copy_from = ocl_copy_from,
-    .copy_batch = ocl_copy_batch,
+    .copy_batch = ocl_copy_list,
     .fill = ocl_fill,
     .translate = ocl_translate,
     .find_alloc = ocl_find_alloc,
@@ -394,6 +412,8 @@ const device_ops device_opencl_ops = {
     .launch = opencl_launch,
     .queue_end = opencl_queue_end,
     .program_builds = opencl_program_builds,
+    .profiled_runs = opencl_profiled_runs,
+    .alloc_piece = ocl_alloc_piece,
     .errmsg = ocl_errmsg,
 };
 #else

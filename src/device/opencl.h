@@ -43,7 +43,12 @@
     X(clCreateKernel)                                                                              \
     X(clReleaseKernel)                                                                             \
     X(clSetKernelArg)                                                                              \
-    X(clEnqueueNDRangeKernel)
+    X(clEnqueueNDRangeKernel)                                                                      \
+    X(clEnqueueMarkerWithWaitList)                                                                 \
+    X(clFlush)                                                                                     \
+    X(clGetEventInfo)                                                                              \
+    X(clGetEventProfilingInfo)                                                                     \
+    X(clReleaseEvent)
 
 typedef struct ocl_api {
 #define OCL_FIELD(name) __typeof__(&name) name;

@@ -1,47 +1,44 @@
 /*
- * opencl_run.c: programs, kernels and runs on the OpenCL device.
+ * opencl_run.c: runs on the OpenCL device: the run queues, per-task events
+ * and status words, and per-task times for traces.
  * Compiled only with HG_HAVE_OPENCL.
  *
- * Programs.  A kernel record's OpenCL slot is program source text and an
- * entry-point name.  The device builds each distinct source text once, with
- * OCL_PREAMBLE (the calling convention's helpers, hostgraph.h) in front, and
- * keeps it until close: the cache is keyed by the text's content (FNV-1a
- * hash, then the bytes), and holds its own copy, so the caller's text need
- * live only until submit.  Each (program, entry) gets one cl_kernel.  A
- * build error is HG_EINVAL with the first lines of the compiler's log.
- * PoCL also keeps compiled binaries on disk (POCL_CACHE_DIR).
+ * Queues.  Kernels go to one out-of-order queue where the device has one
+ * (CL_DEVICE_QUEUE_PROPERTIES), else to nqueues in-order queues (task t on
+ * queue t % nqueues).  Either way each launch carries an event wait list:
+ * the events of the tasks the graph says it depends on, or the run's begin
+ * event for a task that depends on none, so the device may run independent
+ * tasks at once and in any order, never a task before what it depends on.
+ * An event waited on from another queue needs its own queue flushed first
+ * (OpenCL 1.2, 5.13), so with several queues a queue is flushed only when a
+ * task on another queue is about to wait on it.  A task with nothing to run
+ * (an empty first written arg) gets a marker with the same wait list, so a
+ * task that waits on it still follows its predecessors.
  *
  * Runs.  queue_begin takes run_lock (a cl_kernel's args are per kernel
  * object, so two runs must not set them at once) and the table's read lock
  * (a concurrent free waits for the run), and zeroes one status word per
- * task; each launch sets the args and enqueues an NDRange on the in-order
- * queue; queue_end waits once (clFinish), reads the status words back and
- * releases both locks.  The status buffer and its host copy belong to the
- * device, grow geometrically, and their transfers are not counted: they are
- * the runtime's, not the run's.
+ * task after a marker on the transfer queue (the poisoning of new memory
+ * comes first, with no host wait); each launch sets the args and enqueues
+ * an NDRange; queue_end is the run's one wait: a blocking read of the
+ * status words that waits on every task's event.  Then it releases both
+ * locks.  The status buffer, its host copy and the event array belong to
+ * the device, grow geometrically, and their transfers are not counted:
+ * they are the runtime's, not the run's.
+ *
+ * Times.  A traced run (queue_begin's `profile`) uses a second set of run
+ * queues made with CL_QUEUE_PROFILING_ENABLE at the first traced run, so an
+ * untraced run pays no profiling.  Device times map to the host clock
+ * (clock_now_ns) through one anchor per run: the begin event's QUEUED time
+ * against the host time taken around its enqueue (OpenCL 1.2 has no shared
+ * clock), so spans are off by at most the enqueue call's duration.
  */
 #ifdef HG_HAVE_OPENCL
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "device/opencl_dev.h"
-
-/* Lines of a failed build's log that go into the message. */
-#define OCL_LOG_LINES 6
-
-/* What every program is built with, in front of its own text. */
-static const char OCL_PREAMBLE[] =
-    "typedef struct hg_view { ulong offset; uint ndims; uint pad_; ulong shape[5];"
-    " ulong strides[5]; } hg_view;\n"
-    "#define HG_STATUS_ARGS __global int *hg_status, uint hg_task\n"
-    "#define HG_FAIL(code) (hg_status[hg_task] = (code))\n"
-    "#define HG_TENSOR(T, name) __global T *name, hg_view name##_v\n"
-    "#define HG_PTR(name) (name + name##_v.offset)\n"
-    "inline float hg_bf16_to_f32(ushort b) { return as_float((uint)b << 16); }\n"
-    "inline ushort hg_f32_to_bf16(float f) { uint u = as_uint(f);\n"
-    "  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);\n"
-    "  u += 0x7fffu + ((u >> 16) & 1u); return (ushort)(u >> 16); }\n"
-    "#line 1\n";
 
 /* The kernel's view of one tensor arg; OCL_PREAMBLE's hg_view, field for
  * field (8-byte fields, so host and device lay it out alike). */
@@ -52,196 +49,83 @@ typedef struct ocl_view {
     cl_ulong strides[HG_MAX_DIMS];
 } ocl_view;
 
-typedef struct ocl_kernel {
-    struct ocl_kernel *next;
-    char *entry;
-    cl_kernel kernel;
-} ocl_kernel;
+/* ------------------------------------------------------------- queues */
 
-struct ocl_program {
-    ocl_program *next;
-    uint64_t hash;
-    size_t len;
-    char *source; /* the device's own copy */
-    cl_program program;
-    ocl_kernel *kernels;
-};
-
-static uint64_t ocl_hash(const char *s, size_t len)
+int opencl_queues_make(ocl_dev *s, bool profile)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-    return h;
+    ocl_queues *qs = &s->runq[profile];
+    cl_command_queue_properties props =
+        (s->out_of_order ? CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE : 0) |
+        (profile ? CL_QUEUE_PROFILING_ENABLE : 0);
+    while (qs->n < s->nqueues) {
+        cl_int crc = CL_SUCCESS;
+        qs->q[qs->n] = s->api->clCreateCommandQueue(s->ctx, s->id, props, &crc);
+        int rc = opencl_check(crc, "clCreateCommandQueue", HG_EUNSUPPORTED);
+        if (rc != 0)
+            return rc;
+        qs->n++;
+    }
+    return 0;
 }
 
-void opencl_programs_free(ocl_dev *s)
+void opencl_queues_free(ocl_dev *s)
 {
-    while (s->programs != NULL) {
-        ocl_program *p = s->programs;
-        s->programs = p->next;
-        while (p->kernels != NULL) {
-            ocl_kernel *k = p->kernels;
-            p->kernels = k->next;
-            s->api->clReleaseKernel(k->kernel);
-            free(k->entry);
-            free(k);
+    for (int p = 0; p < 2; p++) {
+        for (uint32_t i = 0; i < s->runq[p].n; i++) {
+            s->api->clFinish(s->runq[p].q[i]);
+            s->api->clReleaseCommandQueue(s->runq[p].q[i]);
         }
-        s->api->clReleaseProgram(p->program);
-        free(p->source);
-        free(p);
+        s->runq[p].n = 0;
     }
     if (s->status != NULL)
         s->api->clReleaseMemObject(s->status);
     free(s->status_host);
+    free(s->events);
+    free(s->waits);
     s->status = NULL;
     s->status_host = NULL;
+    s->events = NULL;
+    s->waits = NULL;
 }
 
-uint64_t opencl_program_builds(void *state)
+static cl_command_queue ocl_queue_of(const ocl_dev *s, uint32_t task)
+{
+    return s->runq[s->profiling].q[task % s->nqueues];
+}
+
+/* Flushes queue qi if a command went there since its last flush, so that
+ * a command on another queue may wait on its events. */
+static int ocl_flush_for(ocl_dev *s, uint32_t qi)
+{
+    if (!(s->dirty & (1u << qi)))
+        return 0;
+    s->dirty &= ~(1u << qi);
+    return OCL_CALL(s->api, HG_EKERNEL, clFlush, s->runq[s->profiling].q[qi]);
+}
+
+uint64_t opencl_profiled_runs(void *state)
 {
     ocl_dev *s = state;
-    pthread_mutex_lock(&s->prog_lock);
-    uint64_t n = s->builds;
-    pthread_mutex_unlock(&s->prog_lock);
-    return n;
-}
-
-/* The first OCL_LOG_LINES lines of the build log into e. */
-static int ocl_build_error(ocl_dev *s, cl_program prog, const char *entry, hg_err *e)
-{
-    char log[HG_ERR_MSG_MAX] = "";
-    size_t len = 0;
-    s->api->clGetProgramBuildInfo(prog, s->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, &len);
-    log[sizeof log - 1] = '\0';
-    char *p = log;
-    for (int line = 0; line < OCL_LOG_LINES && p != NULL; line++) {
-        p = strchr(p, '\n');
-        if (p != NULL)
-            *p++ = ' ';
-        if (line == OCL_LOG_LINES - 1 && p != NULL)
-            *p = '\0';
-    }
-    return err_set(e, HG_EINVAL, "OpenCL program of kernel entry '%s' does not build: %s", entry,
-                   log);
-}
-
-/* Builds a copy of source[0..len) (prog_lock held). */
-static int ocl_build(ocl_dev *s, const char *source, size_t len, uint64_t hash, const char *entry,
-                     ocl_program **out, hg_err *e)
-{
-    ocl_program *p = calloc(1, sizeof *p);
-    char *copy = malloc(len + 1);
-    if (p == NULL || copy == NULL) {
-        free(p);
-        free(copy);
-        return err_set(e, HG_ENOMEM, "OpenCL program of %zu bytes: out of host memory", len);
-    }
-    memcpy(copy, source, len + 1);
-    const char *parts[2] = {OCL_PREAMBLE, copy};
-    cl_int crc = CL_SUCCESS;
-    p->program = s->api->clCreateProgramWithSource(s->ctx, 2, parts, NULL, &crc);
-    int rc = opencl_check(crc, "clCreateProgramWithSource", HG_EINVAL);
-    if (rc == 0) {
-        crc = s->api->clBuildProgram(p->program, 1, &s->id, "-cl-std=CL1.2", NULL, NULL);
-        if (crc == CL_BUILD_PROGRAM_FAILURE)
-            rc = ocl_build_error(s, p->program, entry, e);
-        else if ((rc = opencl_check(crc, "clBuildProgram", HG_EINVAL)) != 0)
-            err_set(e, rc, "%s", opencl_errmsg());
-    } else {
-        err_set(e, rc, "%s", opencl_errmsg());
-    }
-    if (rc != 0) {
-        if (p->program != NULL)
-            s->api->clReleaseProgram(p->program);
-        free(copy);
-        free(p);
-        return rc;
-    }
-    p->source = copy;
-    p->len = len;
-    p->hash = hash;
-    p->next = s->programs;
-    s->programs = p;
-    s->builds++;
-    *out = p;
-    return 0;
-}
-
-/* The program for source (built now if new; prog_lock held). */
-static int ocl_program_get(ocl_dev *s, const char *source, const char *entry, ocl_program **out,
-                           hg_err *e)
-{
-    size_t len = strlen(source);
-    uint64_t hash = ocl_hash(source, len);
-    for (ocl_program *p = s->programs; p != NULL; p = p->next) {
-        if (p->hash == hash && p->len == len && memcmp(p->source, source, len) == 0) {
-            *out = p;
-            return 0;
-        }
-    }
-    return ocl_build(s, source, len, hash, entry, out, e);
-}
-
-/* The cl_kernel for entry in p (made now if new; prog_lock held). */
-static int ocl_kernel_of(ocl_dev *s, ocl_program *p, const char *entry, ocl_kernel **out, hg_err *e)
-{
-    for (ocl_kernel *k = p->kernels; k != NULL; k = k->next) {
-        if (strcmp(k->entry, entry) == 0) {
-            *out = k;
-            return 0;
-        }
-    }
-    ocl_kernel *k = calloc(1, sizeof *k);
-    char *name = strdup(entry);
-    if (k == NULL || name == NULL) {
-        free(k);
-        free(name);
-        return err_set(e, HG_ENOMEM, "OpenCL kernel '%s': out of host memory", entry);
-    }
-    cl_int crc = CL_SUCCESS;
-    k->kernel = s->api->clCreateKernel(p->program, entry, &crc);
-    int rc = opencl_check(crc, "clCreateKernel", HG_EINVAL);
-    if (rc != 0) {
-        free(k);
-        free(name);
-        return err_set(e, rc, "OpenCL entry point '%s': %s", entry, opencl_errmsg());
-    }
-    k->entry = name;
-    k->next = p->kernels;
-    p->kernels = k;
-    *out = k;
-    return 0;
-}
-
-int opencl_kernel_get(void *state, const char *source, const char *entry, const void **handle,
-                      hg_err *e)
-{
-    ocl_dev *s = state;
-    ocl_program *p = NULL;
-    ocl_kernel *k = NULL;
-    pthread_mutex_lock(&s->prog_lock);
-    int rc = ocl_program_get(s, source, entry, &p, e);
-    if (rc == 0)
-        rc = ocl_kernel_of(s, p, entry, &k, e);
-    pthread_mutex_unlock(&s->prog_lock);
-    if (rc == 0)
-        *handle = k;
-    return rc;
+    return opencl_read_locked(&s->run_lock, &s->profiled_runs);
 }
 
 /* ---------------------------------------------------------------- runs */
 
-/* Room for ntasks status words (run_lock held): grown geometrically. */
+/* Room for ntasks status words and events (run_lock held): grown
+ * geometrically. */
 static int ocl_status_reserve(ocl_dev *s, uint32_t ntasks, hg_err *e)
 {
     if (ntasks <= s->status_cap)
         return 0;
     uint32_t cap = s->status_cap * 2 > ntasks ? s->status_cap * 2 : ntasks;
     cl_int *host = realloc(s->status_host, (size_t)cap * sizeof *host);
-    if (host == NULL)
+    if (host != NULL)
+        s->status_host = host;
+    cl_event *ev = host ? realloc(s->events, (size_t)cap * sizeof *ev) : NULL;
+    if (ev != NULL)
+        s->events = ev;
+    if (host == NULL || ev == NULL)
         return err_set(e, HG_ENOMEM, "status words for %u tasks", cap);
-    s->status_host = host;
     if (s->status != NULL)
         s->api->clReleaseMemObject(s->status);
     cl_int crc = CL_SUCCESS;
@@ -254,20 +138,72 @@ static int ocl_status_reserve(ocl_dev *s, uint32_t ntasks, hg_err *e)
     return rc == 0 ? 0 : err_set(e, rc, "status words for %u tasks: %s", cap, opencl_errmsg());
 }
 
-int opencl_queue_begin(void *state, uint32_t ntasks, hg_err *e)
+/* Zeroes the status words on queue 0 after the transfer queue's earlier
+ * commands: the run's begin event, and its host-clock anchor. */
+static int ocl_begin_event(ocl_dev *s, uint32_t ntasks)
+{
+    cl_event xfer_done = NULL;
+    int rc =
+        OCL_CALL(s->api, HG_EKERNEL, clEnqueueMarkerWithWaitList, s->xfer, 0, NULL, &xfer_done);
+    if (rc == 0)
+        rc = OCL_CALL(s->api, HG_EKERNEL, clFlush, s->xfer);
+    cl_int zero = 0;
+    uint64_t h0 = clock_now_ns();
+    if (rc == 0)
+        rc = OCL_CALL(s->api, HG_EKERNEL, clEnqueueFillBuffer, ocl_queue_of(s, 0), s->status, &zero,
+                      sizeof zero, 0, (size_t)ntasks * sizeof zero, 1, &xfer_done, &s->begin);
+    s->begin_host_ns = h0 + (clock_now_ns() - h0) / 2;
+    if (xfer_done != NULL)
+        s->api->clReleaseEvent(xfer_done);
+    s->dirty = rc == 0 ? 1u : 0u;
+    return rc;
+}
+
+int opencl_queue_begin(void *state, uint32_t ntasks, bool profile, hg_err *e)
 {
     ocl_dev *s = state;
     pthread_mutex_lock(&s->run_lock);
     device_rwlock_rdlock(&s->table_lock);
-    int rc = ocl_status_reserve(s, ntasks, e);
-    cl_int zero = 0;
-    if (rc == 0 && ntasks > 0) {
-        rc = OCL_CALL(s->api, HG_EKERNEL, clEnqueueFillBuffer, s->queue, s->status, &zero,
-                      sizeof zero, 0, (size_t)ntasks * sizeof zero, 0, NULL, NULL);
-        if (rc != 0)
-            err_set(e, rc, "%s", opencl_errmsg());
-    }
+    s->profiling = profile;
+    s->profiled_runs += profile;
+    s->launched = 0;
+    s->begin = NULL;
+    int rc = opencl_queues_make(s, profile);
+    if (rc != 0)
+        return err_set(e, rc, "%s", opencl_errmsg());
+    rc = ocl_status_reserve(s, ntasks > 0 ? ntasks : 1, e);
+    if (rc == 0 && (rc = ocl_begin_event(s, ntasks > 0 ? ntasks : 1)) != 0)
+        err_set(e, rc, "%s", opencl_errmsg());
     return rc; /* queue_end releases the locks, whatever happened */
+}
+
+/* The view of arg i and the cl_mem of the piece it lies in.  A view must
+ * lie in one piece: a cl_mem is the most a kernel can address through one
+ * pointer, and an allocation past the max alloc is several. */
+static int ocl_arg_view(ocl_dev *s, const device_karg *a, uint32_t i, cl_mem *mem, ocl_view *v,
+                        hg_err *e)
+{
+    size_t esize = hg_dtype_size(a->dtype);
+    const alloc_entry *al = alloc_table_lookup(&s->table, a->lo, (size_t)(a->hi - a->lo));
+    if (al == NULL || esize == 0 || a->addr < a->lo)
+        return err_set(e, HG_ERANGE, "arg %u at 0x%llx is not in live device memory", i,
+                       (unsigned long long)a->addr);
+    ocl_part p = opencl_part(s, al, a->lo, (size_t)(a->hi - a->lo));
+    if (p.bytes < a->hi - a->lo)
+        return err_set(e, HG_EUNSUPPORTED,
+                       "arg %u: its %llu bytes at offset %llu of a %zu-byte allocation cross "
+                       "the boundary between two of its cl_mem pieces (%llu bytes each: the "
+                       "device's max alloc); a kernel arg must lie in one piece",
+                       i, (unsigned long long)(a->hi - a->lo),
+                       (unsigned long long)(a->lo - al->addr), al->size,
+                       (unsigned long long)s->piece);
+    uint64_t from_piece = p.off + (a->addr - a->lo);
+    if (from_piece % esize != 0)
+        return err_set(e, HG_ERANGE, "arg %u at 0x%llx is not a whole element from its buffer", i,
+                       (unsigned long long)a->addr);
+    *mem = p.mem;
+    v->offset = from_piece / esize;
+    return 0;
 }
 
 /* Sets arg `*at` and the next (buffer, view) for one tensor arg. */
@@ -276,18 +212,14 @@ static int ocl_set_tensor(ocl_dev *s, cl_kernel k, cl_uint *at, const device_kar
 {
     ocl_view v = {.ndims = a->ndims};
     cl_mem mem = NULL;
-    size_t esize = hg_dtype_size(a->dtype);
     for (uint32_t d = 0; d < HG_MAX_DIMS; d++) {
         v.shape[d] = a->shape[d];
         v.strides[d] = a->strides[d];
     }
     if (a->addr != 0) {
-        const ocl_alloc *al = opencl_lookup(s, a->addr, 0);
-        if (al == NULL || esize == 0 || (a->addr - al->addr) % esize != 0)
-            return err_set(e, HG_ERANGE, "arg %u at 0x%llx is not in live device memory", i,
-                           (unsigned long long)a->addr);
-        mem = al->mem;
-        v.offset = (a->addr - al->addr) / esize;
+        int rc = ocl_arg_view(s, a, i, &mem, &v, e);
+        if (rc != 0)
+            return rc;
     }
     int rc = OCL_CALL(s->api, HG_EINVAL, clSetKernelArg, k, (*at)++, sizeof mem, &mem);
     if (rc == 0)
@@ -309,54 +241,174 @@ static size_t ocl_work_items(const device_karg *args, uint32_t nargs)
     return 1;
 }
 
-int opencl_launch(void *state, const void *handle, uint32_t task, const device_karg *args,
-                  uint32_t nargs, const uint64_t *scalars, uint32_t nscalars, hg_err *e)
+/* Sets every arg of t's kernel: status words, task number, tensors, scalars. */
+static int ocl_set_args(ocl_dev *s, cl_kernel k, const device_task *t, hg_err *e)
 {
-    ocl_dev *s = state;
-    cl_kernel k = ((const ocl_kernel *)handle)->kernel;
-    cl_uint at = 0, t = task;
+    cl_uint at = 0, task = t->task;
     int rc = OCL_CALL(s->api, HG_EINVAL, clSetKernelArg, k, at++, sizeof s->status, &s->status);
     if (rc == 0)
-        rc = OCL_CALL(s->api, HG_EINVAL, clSetKernelArg, k, at++, sizeof t, &t);
+        rc = OCL_CALL(s->api, HG_EINVAL, clSetKernelArg, k, at++, sizeof task, &task);
     if (rc != 0)
         return err_set(e, rc, "%s", opencl_errmsg());
-    for (uint32_t i = 0; i < nargs && rc == 0; i++)
-        rc = ocl_set_tensor(s, k, &at, &args[i], i, e);
-    for (uint32_t i = 0; i < nscalars && rc == 0; i++) {
-        cl_ulong v = scalars[i];
+    for (uint32_t i = 0; i < t->nargs && rc == 0; i++)
+        rc = ocl_set_tensor(s, k, &at, &t->args[i], i, e);
+    for (uint32_t i = 0; i < t->nscalars && rc == 0; i++) {
+        cl_ulong v = t->scalars[i];
         rc = OCL_CALL(s->api, HG_EINVAL, clSetKernelArg, k, at++, sizeof v, &v);
         if (rc != 0)
             err_set(e, rc, "scalar %u: %s", i, opencl_errmsg());
     }
-    size_t work = ocl_work_items(args, nargs);
-    if (rc != 0 || work == 0)
-        return rc;
-    rc = OCL_CALL(s->api, HG_EKERNEL, clEnqueueNDRangeKernel, s->queue, k, 1, NULL, &work, NULL, 0,
-                  NULL, NULL);
+    return rc;
+}
+
+/* t's wait list into s->waits (the begin event if it waits for no task),
+ * flushing the queues it refers to on other queues. */
+static int ocl_wait_list(ocl_dev *s, const device_task *t, cl_uint *n, hg_err *e)
+{
+    uint32_t need = t->nwaits > 0 ? t->nwaits : 1;
+    if (need > s->waits_cap) {
+        cl_event *grown = realloc(s->waits, (size_t)need * sizeof *grown);
+        if (grown == NULL)
+            return err_set(e, HG_ENOMEM, "a wait list of %u events", need);
+        s->waits = grown;
+        s->waits_cap = need;
+    }
+    const uint32_t mine = t->task % s->nqueues;
+    int rc = 0;
+    for (uint32_t i = 0; i < t->nwaits && rc == 0; i++) {
+        uint32_t w = t->waits[i];
+        if (w >= s->launched)
+            return err_set(e, HG_EINVAL, "waits for task %u, which was not launched before it", w);
+        s->waits[i] = s->events[w];
+        if (w % s->nqueues != mine)
+            rc = ocl_flush_for(s, w % s->nqueues);
+    }
+    if (t->nwaits == 0) {
+        s->waits[0] = s->begin;
+        if (mine != 0)
+            rc = ocl_flush_for(s, 0);
+    }
+    *n = need;
     return rc == 0 ? 0 : err_set(e, rc, "%s", opencl_errmsg());
 }
 
-int opencl_queue_end(void *state, uint32_t ntasks, uint32_t *bad_task, int32_t *bad_code, hg_err *e)
+int opencl_launch(void *state, const device_task *t, hg_err *e)
 {
     ocl_dev *s = state;
-    *bad_task = UINT32_MAX;
-    *bad_code = 0;
-    int rc = 0;
-    if (ntasks > 0 && s->status != NULL)
-        rc = OCL_CALL(s->api, HG_EKERNEL, clEnqueueReadBuffer, s->queue, s->status, CL_TRUE, 0,
-                      (size_t)ntasks * sizeof(cl_int), s->status_host, 0, NULL, NULL);
-    int frc = OCL_CALL(s->api, HG_EKERNEL, clFinish, s->queue);
-    if (rc == 0 && frc != 0)
-        rc = frc;
+    if (t->task != s->launched || t->task >= s->status_cap)
+        return err_set(e, HG_EINVAL, "task %u launched out of order (next: %u)", t->task,
+                       s->launched);
+    cl_kernel k = ((const ocl_kernel *)t->kernel)->kernel;
+    cl_uint nwait = 0;
+    int rc = ocl_set_args(s, k, t, e);
+    if (rc == 0)
+        rc = ocl_wait_list(s, t, &nwait, e);
     if (rc != 0)
-        err_set(e, rc, "%s", opencl_errmsg());
-    for (uint32_t t = 0; rc == 0 && t < ntasks && s->status_host != NULL; t++) {
+        return rc;
+    cl_command_queue q = ocl_queue_of(s, t->task);
+    cl_event *ev = &s->events[t->task];
+    size_t work = ocl_work_items(t->args, t->nargs);
+    if (work == 0) /* nothing to run; a marker keeps the order for its waiters */
+        rc = OCL_CALL(s->api, HG_EKERNEL, clEnqueueMarkerWithWaitList, q, nwait, s->waits, ev);
+    else
+        rc = OCL_CALL(s->api, HG_EKERNEL, clEnqueueNDRangeKernel, q, k, 1, NULL, &work, NULL, nwait,
+                      s->waits, ev);
+    if (rc != 0)
+        return err_set(e, rc, "%s", opencl_errmsg());
+    s->launched++;
+    s->dirty |= 1u << (t->task % s->nqueues);
+    return 0;
+}
+
+/* After a failed wait: the lowest launched task whose command failed
+ * (UINT32_MAX if none did), once every queue is drained. */
+static uint32_t ocl_failed_task(ocl_dev *s, cl_int *status)
+{
+    for (uint32_t i = 0; i < s->runq[s->profiling].n; i++)
+        s->api->clFinish(s->runq[s->profiling].q[i]);
+    for (uint32_t t = 0; t < s->launched; t++) {
+        cl_int st = CL_COMPLETE;
+        s->api->clGetEventInfo(s->events[t], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st,
+                               NULL);
+        if (st < 0) {
+            *status = st;
+            return t;
+        }
+    }
+    return UINT32_MAX;
+}
+
+/* Each launched task's device start and end in the host clock, through the
+ * begin event's anchor (the top of this file). */
+static void ocl_spans(ocl_dev *s, uint32_t ntasks, uint64_t *spans)
+{
+    memset(spans, 0, (size_t)ntasks * 2 * sizeof *spans);
+    cl_ulong queued = 0;
+    if (s->api->clGetEventProfilingInfo(s->begin, CL_PROFILING_COMMAND_QUEUED, sizeof queued,
+                                        &queued, NULL) != CL_SUCCESS)
+        return;
+    for (uint32_t t = 0; t < s->launched && t < ntasks; t++) {
+        cl_ulong start = 0, end = 0;
+        if (s->api->clGetEventProfilingInfo(s->events[t], CL_PROFILING_COMMAND_START, sizeof start,
+                                            &start, NULL) != CL_SUCCESS ||
+            s->api->clGetEventProfilingInfo(s->events[t], CL_PROFILING_COMMAND_END, sizeof end,
+                                            &end, NULL) != CL_SUCCESS)
+            continue;
+        spans[2 * t] = s->begin_host_ns + (start - queued);
+        spans[2 * t + 1] = s->begin_host_ns + (end > start ? end - queued : start - queued);
+    }
+}
+
+/* The one wait: a blocking read of the status words after every task. */
+static int ocl_wait_all(ocl_dev *s, uint32_t ntasks, device_queue_result *res, hg_err *e)
+{
+    for (uint32_t qi = 1; qi < s->nqueues; qi++) {
+        int frc = ocl_flush_for(s, qi);
+        if (frc != 0)
+            return err_set(e, frc, "%s", opencl_errmsg());
+    }
+    cl_uint nwait = s->launched > 0 ? s->launched : 1;
+    const cl_event *list = s->launched > 0 ? s->events : &s->begin;
+    int rc = OCL_CALL(s->api, HG_EKERNEL, clEnqueueReadBuffer, ocl_queue_of(s, 0), s->status,
+                      CL_TRUE, 0, (size_t)(ntasks > 0 ? ntasks : 1) * sizeof(cl_int),
+                      s->status_host, nwait, list, NULL);
+    if (rc != 0) {
+        cl_int st = 0;
+        res->bad_task = ocl_failed_task(s, &st);
+        if (res->bad_task != UINT32_MAX)
+            return err_set(e, rc, "its command failed: %s", opencl_error_name(st));
+        return err_set(e, rc, "%s", opencl_errmsg());
+    }
+    for (uint32_t t = 0; t < ntasks; t++) {
         if (s->status_host[t] != 0) {
-            *bad_task = t;
-            *bad_code = s->status_host[t];
+            res->bad_task = t;
+            res->bad_code = s->status_host[t];
             break;
         }
     }
+    if (res->spans != NULL && s->profiling)
+        ocl_spans(s, ntasks, res->spans);
+    return 0;
+}
+
+int opencl_queue_end(void *state, uint32_t ntasks, device_queue_result *res, hg_err *e)
+{
+    ocl_dev *s = state;
+    res->bad_task = UINT32_MAX;
+    res->bad_code = 0;
+    int rc = 0;
+    if (s->begin != NULL) {
+        rc = ocl_wait_all(s, ntasks, res, e);
+    } else { /* begin failed: nothing was launched; drain what was */
+        for (uint32_t i = 0; i < s->runq[s->profiling].n; i++)
+            s->api->clFinish(s->runq[s->profiling].q[i]);
+    }
+    for (uint32_t t = 0; t < s->launched; t++)
+        s->api->clReleaseEvent(s->events[t]);
+    if (s->begin != NULL)
+        s->api->clReleaseEvent(s->begin);
+    s->begin = NULL;
+    s->launched = 0;
     device_rwlock_unlock(&s->table_lock);
     pthread_mutex_unlock(&s->run_lock);
     return rc;

@@ -31,16 +31,11 @@
  * the arena is one big mapping.  The arena is twice `mem` then, so redzones
  * never cost capacity (device.c counts capacity without them).
  *
- * Invariants of the allocation table:
- *   - entries are sorted by addr; their spans [addr, addr+span) are disjoint,
- *     HG_DEVICE_ALIGN-aligned and inside the arena;
+ * The allocation table (alloc_table.h: sorted, first fit over the arena):
  *   - it is read (translate, copies) under the read lock from any thread,
  *     core threads included, and changed only under the write lock (taken
  *     through device.c's counting lock calls);
  *   - a copy holds the read lock for its memcpy, so a concurrent free waits.
- * Cost: lookup is a binary search, O(log n) in live allocations; allocate and
- * free are O(n) (first-fit scan and the sorted insert), fine for the hundreds
- * of allocations a runner holds.
  *
  * Cores.  ncores persistent threads park on a condvar.  device_run_cores bumps
  * an epoch; each core runs the function once per epoch and the caller waits
@@ -60,6 +55,7 @@
 #include <time.h>
 
 #include "base/clock.h"
+#include "device/alloc_table.h"
 #include "device/backend.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -91,13 +87,6 @@
 #define SIM_FIRST_REGION 0xD000u
 #define SIM_REGIONS      4096u
 
-typedef struct sim_alloc {
-    hg_devaddr addr;
-    size_t size;   /* bytes the caller asked for */
-    bool user;     /* hg_devbuf_malloc's, not the runtime's */
-    uint64_t span; /* size rounded up to HG_DEVICE_ALIGN, plus the redzone */
-} sim_alloc;
-
 struct sim;
 
 typedef struct sim_core {
@@ -114,8 +103,7 @@ typedef struct sim {
     uint64_t arena_bytes;
     uint64_t high_water; /* arena bytes ever handed out: what ASan may have poisoned */
     pthread_rwlock_t table_lock;
-    sim_alloc *allocs;
-    size_t nallocs, cap_allocs;
+    alloc_table table; /* spans include the redzone */
     double link_gbps;
 
     pthread_mutex_t dispatch_lock; /* one run_cores caller at a time */
@@ -137,39 +125,11 @@ static unsigned char *sim_host(const sim *s, hg_devaddr a)
     return s->arena + (a - s->base);
 }
 
-/* Index of the last entry with addr <= a, or -1.  Caller holds a lock. */
-static long sim_find_index(const sim *s, hg_devaddr a)
-{
-    size_t lo = 0, hi = s->nallocs;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (s->allocs[mid].addr <= a)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return (long)lo - 1;
-}
-
-/* The entry holding [a, a+bytes) (bytes 0: a may be one past the end), or
- * NULL.  Caller holds a lock. */
-static const sim_alloc *sim_lookup(const sim *s, hg_devaddr a, size_t bytes)
-{
-    long i = sim_find_index(s, a);
-    if (i < 0)
-        return NULL;
-    const sim_alloc *e = &s->allocs[i];
-    uint64_t off = a - e->addr;
-    if (off > e->size || bytes > e->size - off)
-        return NULL;
-    return e;
-}
-
 static void *sim_translate(void *state, hg_devaddr addr, size_t bytes)
 {
     sim *s = state;
     device_rwlock_rdlock(&s->table_lock);
-    const sim_alloc *e = sim_lookup(s, addr, bytes);
+    const alloc_entry *e = alloc_table_lookup(&s->table, addr, bytes);
     void *p = e ? sim_host(s, addr) : NULL;
     device_rwlock_unlock(&s->table_lock);
     return p;
@@ -180,11 +140,11 @@ static int sim_find_alloc(void *state, hg_devaddr addr, hg_devaddr *base, size_t
     sim *s = state;
     int rc = HG_ENOTFOUND;
     device_rwlock_rdlock(&s->table_lock);
-    long i = sim_find_index(s, addr);
-    if (i >= 0 && addr - s->allocs[i].addr < s->allocs[i].size) {
-        *base = s->allocs[i].addr;
-        *size = s->allocs[i].size;
-        *user = s->allocs[i].user;
+    const alloc_entry *e = alloc_table_containing(&s->table, addr);
+    if (e != NULL) {
+        *base = e->addr;
+        *size = e->size;
+        *user = e->user;
         rc = 0;
     }
     device_rwlock_unlock(&s->table_lock);
@@ -193,46 +153,11 @@ static int sim_find_alloc(void *state, hg_devaddr addr, hg_devaddr *base, size_t
 
 /* ------------------------------------------------------ allocate and free */
 
-/* First fit: the lowest gap of `span` bytes in the arena.  Writes the address
- * and the index to insert at; false if no gap is big enough.  Caller holds
- * the write lock. */
-static bool sim_first_fit(const sim *s, uint64_t span, hg_devaddr *addr, size_t *at)
-{
-    uint64_t cursor = s->base;
-    for (size_t i = 0; i < s->nallocs; i++) {
-        if (s->allocs[i].addr - cursor >= span) {
-            *addr = cursor;
-            *at = i;
-            return true;
-        }
-        cursor = s->allocs[i].addr + s->allocs[i].span;
-    }
-    if (s->base + s->arena_bytes - cursor < span)
-        return false;
-    *addr = cursor;
-    *at = s->nallocs;
-    return true;
-}
-
-static bool sim_table_reserve(sim *s)
-{
-    if (s->nallocs < s->cap_allocs)
-        return true;
-    size_t cap = s->cap_allocs ? s->cap_allocs * 2 : 64;
-    sim_alloc *grown = realloc(s->allocs, cap * sizeof *grown);
-    if (grown == NULL)
-        return false;
-    s->allocs = grown;
-    s->cap_allocs = cap;
-    return true;
-}
-
 /* The arena bytes an allocation of `bytes` takes: rounded up, plus the
  * redzone.  bytes <= arena_bytes, so it cannot overflow. */
 static uint64_t sim_span(size_t bytes)
 {
-    return (((uint64_t)bytes + HG_DEVICE_ALIGN - 1) & ~(uint64_t)(HG_DEVICE_ALIGN - 1)) +
-           SIM_REDZONE;
+    return alloc_table_align(bytes) + SIM_REDZONE;
 }
 
 /* Reserves the range under the write lock; sim_prepare poisons it. */
@@ -241,18 +166,14 @@ static int sim_malloc(void *state, size_t bytes, bool user, hg_devaddr *out)
     sim *s = state;
     if (bytes > s->arena_bytes)
         return HG_EDEVMEM;
-    const uint64_t span = sim_span(bytes);
+    const alloc_entry want = {.size = bytes, .span = sim_span(bytes), .user = user};
     int rc = HG_EDEVMEM;
-    hg_devaddr addr;
-    size_t at;
     device_rwlock_wrlock(&s->table_lock);
-    if (sim_table_reserve(s) && sim_first_fit(s, span, &addr, &at)) {
-        memmove(&s->allocs[at + 1], &s->allocs[at], (s->nallocs - at) * sizeof *s->allocs);
-        s->allocs[at] = (sim_alloc){.addr = addr, .size = bytes, .user = user, .span = span};
-        s->nallocs++;
-        if (addr + span - s->base > s->high_water)
-            s->high_water = addr + span - s->base;
-        *out = addr;
+    const alloc_entry *e = alloc_table_insert(&s->table, &want);
+    if (e != NULL) {
+        if (e->addr + e->span - s->base > s->high_water)
+            s->high_water = e->addr + e->span - s->base;
+        *out = e->addr;
         rc = 0;
     }
     device_rwlock_unlock(&s->table_lock);
@@ -275,13 +196,11 @@ static int sim_free(void *state, hg_devaddr addr, bool user, size_t *bytes)
     sim *s = state;
     int rc = HG_ENOTFOUND;
     device_rwlock_wrlock(&s->table_lock);
-    long i = sim_find_index(s, addr);
-    if (i >= 0 && s->allocs[i].addr == addr && s->allocs[i].user == user) {
-        *bytes = s->allocs[i].size;
-        sim_poison(sim_host(s, addr), s->allocs[i].span);
-        size_t tail = s->nallocs - (size_t)i - 1;
-        memmove(&s->allocs[i], &s->allocs[i + 1], tail * sizeof *s->allocs);
-        s->nallocs--;
+    const alloc_entry *e = alloc_table_at(&s->table, addr);
+    alloc_entry gone;
+    if (e != NULL && e->user == user && alloc_table_remove(&s->table, addr, &gone)) {
+        *bytes = gone.size;
+        sim_poison(sim_host(s, addr), gone.span);
         rc = 0;
     }
     device_rwlock_unlock(&s->table_lock);
@@ -294,7 +213,7 @@ static int sim_fill(void *state, hg_devaddr addr, int value, size_t bytes)
     sim *s = state;
     int rc = HG_ERANGE;
     device_rwlock_rdlock(&s->table_lock);
-    if (sim_lookup(s, addr, bytes) != NULL) {
+    if (alloc_table_lookup(&s->table, addr, bytes) != NULL) {
         memset(sim_host(s, addr), value, bytes);
         rc = 0;
     }
@@ -325,7 +244,7 @@ static int sim_copy(sim *s, hg_devaddr addr, size_t bytes, const void *from_host
     uint64_t start = clock_now_ns();
     int rc = HG_ERANGE;
     device_rwlock_rdlock(&s->table_lock);
-    if (sim_lookup(s, addr, bytes) != NULL) {
+    if (alloc_table_lookup(&s->table, addr, bytes) != NULL) {
         unsigned char *dev = sim_host(s, addr);
         if (from_host != NULL)
             memcpy(dev, from_host, bytes);
@@ -361,7 +280,7 @@ static int sim_copy_batch(void *state, bool to_device, const device_copy *list, 
     for (size_t i = 0; i < n && rc == 0; i++) {
         if (list[i].bytes == 0)
             continue;
-        if (sim_lookup(s, list[i].dev, list[i].bytes) == NULL) {
+        if (alloc_table_lookup(&s->table, list[i].dev, list[i].bytes) == NULL) {
             rc = HG_ERANGE;
             break;
         }
@@ -503,7 +422,7 @@ static void sim_close(void *state)
     }
     if (s->base != 0)
         sim_region_give(s);
-    free(s->allocs);
+    alloc_table_free(&s->table);
     free(s->cores);
     pthread_cond_destroy(&s->core_done);
     pthread_cond_destroy(&s->core_start);
@@ -555,6 +474,7 @@ static int sim_open(device_config *cfg, void **state)
         sim_close(s);
         return HG_ENOMEM;
     }
+    alloc_table_init(&s->table, s->base, s->arena_bytes);
     *state = s;
     return 0;
 }

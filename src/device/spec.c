@@ -44,16 +44,22 @@ enum spec_key {
     KEY_FAIL_COPY,
     KEY_PLATFORM,
     KEY_DEVICE,
+    KEY_MAX_ALLOC,
+    KEY_QUEUES,
     KEY_COUNT
 };
 
 static const char *const spec_key_names[KEY_COUNT] = {
-    "cores", "cube", "vector", "mem", "link_gbps", "fail_alloc", "fail_copy", "platform", "device",
+    "cores",     "cube",     "vector", "mem",       "link_gbps", "fail_alloc",
+    "fail_copy", "platform", "device", "max_alloc", "queues",
 };
 
 /* The keys only one backend takes (the rest are common to all). */
-#define SIM_ONLY_KEYS    ((1u << KEY_CORES) | (1u << KEY_CUBE) | (1u << KEY_VECTOR) | (1u << KEY_LINK))
-#define OPENCL_ONLY_KEYS ((1u << KEY_PLATFORM) | (1u << KEY_DEVICE))
+#define SIM_ONLY_KEYS ((1u << KEY_CORES) | (1u << KEY_CUBE) | (1u << KEY_VECTOR) | (1u << KEY_LINK))
+#define OPENCL_ONLY_KEYS                                                                           \
+    ((1u << KEY_PLATFORM) | (1u << KEY_DEVICE) | (1u << KEY_MAX_ALLOC) | (1u << KEY_QUEUES))
+/* queues= at most: past this many in-order queues nothing runs faster. */
+#define DEVICE_MAX_QUEUES 16u
 
 typedef struct spec_parse {
     const char *spec; /* as the user gave it, for messages */
@@ -140,6 +146,13 @@ static int spec_set_count(spec_parse *p, device_config *cfg, enum spec_key key, 
     if (!parse_u64_n(value, strlen(value), &v))
         return spec_fail(p, "bad value '%s' for key '%s' (want a whole number, no leading zero)",
                          value, spec_key_names[key]);
+    if (key == KEY_QUEUES) {
+        if (v == 0 || v > DEVICE_MAX_QUEUES)
+            return spec_fail(p, "queues=%s: want 1 to %u in-order queues", value,
+                             DEVICE_MAX_QUEUES);
+        cfg->cl_queues = (uint32_t)v;
+        return 0;
+    }
     if (key == KEY_PLATFORM || key == KEY_DEVICE) {
         if (v > UINT32_MAX)
             return spec_fail(p, "%s=%s: too large", spec_key_names[key], value);
@@ -175,6 +188,14 @@ static int spec_set(spec_parse *p, device_config *cfg, enum spec_key key, const 
         if (!parse_bytes(value, &cfg->mem_bytes) || cfg->mem_bytes == 0)
             return spec_fail(p, "bad value '%s' for key 'mem' (want bytes > 0, K/M/G suffix)",
                              value);
+        return 0;
+    }
+    if (key == KEY_MAX_ALLOC) {
+        if (!parse_bytes(value, &cfg->cl_max_alloc) || cfg->cl_max_alloc < HG_DEVICE_ALIGN)
+            return spec_fail(p,
+                             "bad value '%s' for key 'max_alloc' (want bytes >= %u, K/M/G "
+                             "suffix)",
+                             value, HG_DEVICE_ALIGN);
         return 0;
     }
     if (key == KEY_LINK) {
@@ -245,7 +266,7 @@ static bool spec_backend_keys(spec_parse *p, const device_ops *ops)
         return true;
     int k = __builtin_ctz(foreign);
     spec_fail(p, "key '%s' is not a key of device '%s'%s", spec_key_names[k], ops->name,
-              sim ? " (platform= and device= are opencl's)"
+              sim ? " (platform=, device=, max_alloc= and queues= are opencl's)"
                   : " (an OpenCL device has the compute units it has; no link model)");
     return false;
 }
@@ -319,6 +340,13 @@ void device_spec_normalize(const device_config *c, const device_ops *ops, uint64
         format_bytes(mem, sizeof mem, c->mem_bytes);
         used += (size_t)snprintf(s + used, n - used, ",mem=%s", mem);
     }
+    if (c->cl_max_alloc != 0 && used < n) {
+        char bytes[32];
+        format_bytes(bytes, sizeof bytes, c->cl_max_alloc);
+        used += (size_t)snprintf(s + used, n - used, ",max_alloc=%s", bytes);
+    }
+    if (c->cl_queues != 0 && used < n)
+        used += (size_t)snprintf(s + used, n - used, ",queues=%u", c->cl_queues);
     if (c->link_gbps > 0.0 && used < n)
         snprintf(s + used, n - used, ",link_gbps=%g", c->link_gbps);
 }

@@ -1,13 +1,26 @@
 /*
  * enqueue.c: the executor for queue devices (OpenCL).  Where exec.c hands
  * ready tasks to core threads, this hands the whole graph to the device's
- * queue: tasks in submission order (the graph's edges only go from earlier
- * to later tasks, so that order is topological and an in-order queue keeps
- * every dependency), then one wait.  No state outlives the call; the
- * device's status words say which kernel failed.
+ * queue(s): each task in submission order (the graph's edges only go from
+ * earlier to later tasks, so that order is topological: every task a launch
+ * waits for was launched before it), with the tasks the graph says it
+ * depends on as its wait list, then one wait for the run.  The device may
+ * run tasks that do not depend on each other at once and in any order.
+ *
+ * A task's predecessors are its npreds entries of graph.edge_from: edges are
+ * recorded in submission order as each task is added (graph.h), so task t's
+ * edges are the next npreds after those of tasks 0..t-1.
+ *
+ * Traces: with a trace set, the device reports each task's start and end in
+ * the host clock and each becomes a span, on lane L: the first lane free
+ * at its start (spans taken in start order), so overlapping tasks show side
+ * by side as the sim's cores do.  Without one, nothing is measured.
+ * No state outlives the call.
  */
+#include <stdlib.h>
 #include <string.h>
 
+#include "base/trace.h"
 #include "device/device.h"
 #include "exec/exec.h"
 
@@ -18,6 +31,8 @@ static void enqueue_args(const graph *g, const graph_task *task, device_karg *ou
     for (uint32_t i = 0; i < task->nargs; i++) {
         const graph_targ *a = &args[i];
         out[i] = (device_karg){.addr = a->lo == a->hi ? 0 : a->addr,
+                               .lo = a->lo,
+                               .hi = a->hi,
                                .dtype = a->dtype,
                                .ndims = a->ndims,
                                .write = a->write};
@@ -30,6 +45,7 @@ static void enqueue_args(const graph *g, const graph_task *task, device_karg *ou
 static int enqueue_all(hg_device *dev, const graph *g, hg_err *e)
 {
     device_karg args[HG_MAX_TASK_ARGS];
+    uint32_t edge = 0; /* task t's predecessors: edge_from[edge .. edge + npreds) */
     for (uint32_t t = 0; t < g->ntasks; t++) {
         const graph_task *task = &g->tasks[t];
         if (task->dev_kernel == NULL)
@@ -38,33 +54,93 @@ static int enqueue_all(hg_device *dev, const graph *g, hg_err *e)
         if (task->nargs > HG_MAX_TASK_ARGS)
             return err_set(e, HG_ELIMIT, "task %u (kernel '%s'): %u args, at most %d", t,
                            task->name, task->nargs, HG_MAX_TASK_ARGS);
+        if (task->npreds > g->nedges - edge)
+            return err_set(e, HG_EINVAL, "task %u: %u predecessors, %u edges left", t, task->npreds,
+                           g->nedges - edge);
         enqueue_args(g, task, args);
+        const device_task dt = {.kernel = task->dev_kernel,
+                                .task = t,
+                                .args = args,
+                                .nargs = task->nargs,
+                                .scalars = graph_task_scalars(g, task),
+                                .nscalars = task->nscalars,
+                                .waits = task->npreds ? g->edge_from + edge : NULL,
+                                .nwaits = task->npreds};
+        edge += task->npreds;
         hg_err le;
         err_clear(&le);
-        int rc = device_launch(dev, task->dev_kernel, t, args, task->nargs,
-                               graph_task_scalars(g, task), task->nscalars, &le);
+        int rc = device_launch(dev, &dt, &le);
         if (rc != 0)
             return err_set(e, rc, "task %u (kernel '%s'): %s", t, task->name, le.msg);
     }
     return 0;
 }
 
-int exec_run_queue(hg_device *dev, const graph *g, hg_err *e)
+typedef struct enqueue_span {
+    uint64_t start, end;
+    uint32_t task;
+} enqueue_span;
+
+static int enqueue_span_cmp(const void *a, const void *b)
 {
-    int rc = device_queue_begin(dev, g->ntasks, e);
+    const enqueue_span *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return x->task < y->task ? -1 : x->task > y->task;
+}
+
+/* Records one span per task (spans: [2t] start, [2t+1] end), each on the
+ * first lane free at its start.  A span the trace cannot store is lost; the
+ * run's result stands. */
+static void enqueue_trace(const graph *g, const uint64_t *spans, hg_trace *trace, uint32_t run)
+{
+    enqueue_span *order = malloc((size_t)g->ntasks * sizeof *order);
+    uint64_t *lane_end = calloc(g->ntasks, sizeof *lane_end);
+    if (order == NULL || lane_end == NULL) {
+        free(order);
+        free(lane_end);
+        return;
+    }
+    for (uint32_t t = 0; t < g->ntasks; t++)
+        order[t] = (enqueue_span){spans[2 * t], spans[2 * t + 1], t};
+    qsort(order, g->ntasks, sizeof *order, enqueue_span_cmp);
+    uint32_t lanes = 0;
+    for (uint32_t i = 0; i < g->ntasks; i++) {
+        uint32_t l = 0;
+        while (l < lanes && lane_end[l] > order[i].start)
+            l++;
+        if (l == lanes)
+            lanes++;
+        lane_end[l] = order[i].end;
+        (void)trace_task_span(trace, l, g->tasks[order[i].task].name, run, order[i].task,
+                              order[i].start, order[i].end);
+    }
+    free(order);
+    free(lane_end);
+}
+
+int exec_run_queue(hg_device *dev, const graph *g, hg_trace *trace, uint32_t run, hg_err *e)
+{
+    uint64_t *spans = trace ? calloc((size_t)g->ntasks * 2, sizeof *spans) : NULL;
+    int rc = device_queue_begin(dev, g->ntasks, spans != NULL, e);
     if (rc == 0)
         rc = enqueue_all(dev, g, e);
-    uint32_t bad = UINT32_MAX;
-    int32_t code = 0;
+    device_queue_result res = {.spans = spans};
     hg_err end;
     err_clear(&end);
-    int erc = device_queue_end(dev, g->ntasks, &bad, &code, &end);
+    int erc = device_queue_end(dev, g->ntasks, &res, &end);
+    if (rc == 0 && erc == 0 && spans != NULL)
+        enqueue_trace(g, spans, trace, run);
+    free(spans);
     if (rc != 0)
         return rc;
+    if (erc != 0 && res.bad_task != UINT32_MAX)
+        return err_set(e, erc, "task %u (kernel '%s'): %s", res.bad_task,
+                       g->tasks[res.bad_task].name, end.msg);
     if (erc != 0)
         return err_set(e, erc, "executing %u tasks: %s", g->ntasks, end.msg);
-    if (bad != UINT32_MAX)
-        return err_set(e, HG_EKERNEL, "task %u (kernel '%s') failed with code %d", bad,
-                       g->tasks[bad].name, (int)code);
+    if (res.bad_task != UINT32_MAX)
+        return err_set(e, HG_EKERNEL, "task %u (kernel '%s') failed with code %d", res.bad_task,
+                       g->tasks[res.bad_task].name, (int)res.bad_code);
     return 0;
 }

@@ -326,7 +326,8 @@ static int exec_check(hg_device *dev, const graph *g, hg_err *e)
     return 0;
 }
 
-/* Allocates the counters and queues (one block) and queues the roots. */
+/* Sets up the counters and queues in the graph's exec words (reserved by
+ * graph_finalize: a run allocates nothing) and queues the roots. */
 static int exec_state_init(exec_state *s, hg_device *dev, const graph *g, hg_trace *trace,
                            uint32_t run, hg_err *e)
 {
@@ -336,9 +337,9 @@ static int exec_state_init(exec_state *s, hg_device *dev, const graph *g, hg_tra
     s->trace = trace;
     s->run = run;
     atomic_init(&s->news, 0);
-    uint32_t *block = malloc((size_t)g->ntasks * 3 * sizeof *block);
-    if (block == NULL)
-        return err_set(e, HG_ENOMEM, "scheduler state for %u tasks", g->ntasks);
+    if (g->exec_words == NULL || g->cap_exec_words / 3 < g->ntasks)
+        return err_set(e, HG_EINVAL, "graph of %u tasks is not finalized", g->ntasks);
+    uint32_t *block = g->exec_words;
     s->remaining = block;
     s->ready[HG_CORE_CUBE].ids = block + g->ntasks;
     s->ready[HG_CORE_VECTOR].ids = block + 2 * (size_t)g->ntasks;
@@ -371,7 +372,7 @@ int exec_run_cancelable(hg_device *dev, const graph *g, hg_trace *trace, uint32_
     if (g->ntasks == 0)
         return 0;
     if (device_runs_queue(dev))
-        return exec_run_queue(dev, g, e);
+        return exec_run_queue(dev, g, trace, run, e);
     int rc = exec_check(dev, g, e);
     if (rc != 0)
         return rc;
@@ -384,7 +385,6 @@ int exec_run_cancelable(hg_device *dev, const graph *g, hg_trace *trace, uint32_
     device_run_cores(dev, exec_core_loop, &s);
     pthread_cond_destroy(&s.wake);
     pthread_mutex_destroy(&s.lock);
-    free(s.remaining);
     if (s.err.code != 0)
         return err_set(e, s.err.code, "%s", s.err.msg);
     return 0;

@@ -36,10 +36,11 @@ int exec_run_cancelable(hg_device *dev, const graph *g, hg_trace *trace, uint32_
                         const atomic_bool *cancel, exec_counts *counts, hg_err *e);
 
 /* exec_run on a queue device (device_runs_queue: OpenCL): every task is
- * enqueued in submission order, which the graph's edges (earlier to later
- * only) make a topological order, on the device's in-order queue, with one
- * wait for the whole graph.  The first task whose kernel set its status
- * word fails the run with HG_EKERNEL naming it.  enqueue.c. */
-int exec_run_queue(hg_device *dev, const graph *g, hg_err *e);
+ * enqueued in submission order (a topological order: edges go from earlier
+ * to later tasks only) with its graph predecessors as its wait list, and
+ * the run waits once.  The lowest task whose kernel set its status word
+ * (or whose command failed) fails the run with HG_EKERNEL naming it.  With
+ * a trace, one span per task from the device's own times.  enqueue.c. */
+int exec_run_queue(hg_device *dev, const graph *g, hg_trace *trace, uint32_t run, hg_err *e);
 
 #endif

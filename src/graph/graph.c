@@ -87,7 +87,24 @@ void graph_free(graph *g)
     free(g->succ);
     free(g->edge_from);
     free(g->edge_to);
+    free(g->exec_words);
     graph_init(g);
+}
+
+void graph_swap_records(graph *a, graph *b)
+{
+    graph t = *a;
+    *a = *b;
+    *b = t;
+    /* The maps go back: each stays with its graph. */
+    b->regions = a->regions;
+    b->nregions = a->nregions;
+    b->cap_regions = a->cap_regions;
+    b->scratch = a->scratch;
+    a->regions = t.regions;
+    a->nregions = t.nregions;
+    a->cap_regions = t.cap_regions;
+    a->scratch = t.scratch;
 }
 
 static int check_lists(const graph *g, const hg_kernel *kernel, const graph_targ *args,
@@ -208,6 +225,10 @@ int graph_finalize(graph *g, hg_err *e)
     int rc = grow_edges(g, g->nedges); /* succ exists even with no edges */
     if (rc != 0)
         return err_set(e, rc, "graph: cannot allocate the successor lists");
+    rc = graph_grow(&g->exec_words, &g->cap_exec_words, 3 * (uint64_t)g->ntasks, sizeof(uint32_t));
+    if (rc != 0)
+        return err_set(e, rc, "graph: cannot allocate the scheduler's state for %u tasks",
+                       g->ntasks);
     for (uint32_t t = 0; t < g->ntasks; t++)
         g->tasks[t].nsucc = 0;
     for (uint32_t i = 0; i < g->nedges; i++)

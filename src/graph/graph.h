@@ -77,6 +77,13 @@ typedef struct graph {
     graph_region *regions;
     uint32_t nregions, cap_regions;
     void *scratch; /* tensor_map.c's private state */
+    /* The scheduler's words for one execution (exec.c: 3 a task), reserved
+     * by graph_finalize and kept across graph_reset, so a warm run allocates
+     * and first-touches nothing there (a fresh 12 MB block for 10^6 tasks
+     * cost every run ~3000 page faults).  One execution of a graph at a
+     * time uses them. */
+    uint32_t *exec_words;
+    uint32_t cap_exec_words;
     /* Kernel names, one copy per distinct name, kept across graph_reset:
      * O(distinct names) memory, and a submit of a name already held
      * allocates nothing. */
@@ -87,6 +94,11 @@ void graph_init(graph *g);
 /* Empties the graph, keeping its memory for the next run. */
 void graph_reset(graph *g);
 void graph_free(graph *g);
+/* Exchanges the task records of a and b (tasks, args, scalars, edges,
+ * successor lists, kernel names) and keeps each graph's tensor map where it
+ * is: a finished graph becomes a recording in O(1), the recording's memory
+ * becomes the working graph's, and a recording never holds a map. */
+void graph_swap_records(graph *a, graph *b);
 
 /* Adds a task, infers its dependencies, adds `deps` (explicit, each must be an
  * earlier task id: HG_EINVAL otherwise) and returns its id in *out.  Copies

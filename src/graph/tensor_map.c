@@ -17,7 +17,13 @@
  *     A write removes its bytes from them: a read record it covers goes, one
  *     it overlaps at an end is trimmed, one it splits becomes two.
  * A read touches no record but its own new one, so reads never fragment the
- * map, and no reader is ever copied into many records.
+ * map, and no reader is ever copied into many records.  A read of exactly
+ * the bytes of one of the last RECENT_READS read records made (with no write
+ * to read records since) joins that record instead: its reader goes on the
+ * record's list (graph_map.readers, O(1)), so a fan of N readers on one
+ * range is one record, not N records in a treap of depth log N.  A write
+ * that splits such a record copies its list (each entry is an edge of the
+ * write); one that removes it frees the list (paid by the reads).
  *
  * Cost, with n live records and expected treap depth O(log n): a read arg
  * costs O(log n) plus the write records it overlaps, whose writers it
@@ -26,9 +32,13 @@
  * write arg costs O(log n) plus O(log n) per read record and write record it
  * overlaps: a record inside its range is removed (paid for once, by the
  * access that made it), one across an end is a task it depends on (an edge).
- * So a graph costs O((args + edges) log n), and the map holds at most one
- * read record per read arg plus one per (write, read record it splits) pair,
- * which is again an edge.  Nothing depends on the access pattern.
+ * A read that joins a recent record costs O(1).  So a graph costs
+ * O((args + edges) log n), and the map holds at most one read record per
+ * read arg plus one per (write, read record it splits) pair, which is again
+ * an edge, and one list entry per joined read plus one per edge of a split.
+ * Nothing depends on the access pattern.  (Scattered small reads over 10^6
+ * records still pay the treap's depth, ~30 records visited per task+edge,
+ * each a cache miss once the records outgrow the caches: docs/PERFORMANCE.md.)
  *
  * Invariants: write records are disjoint and non-empty; read records are
  * non-empty and lie on bytes their task read and nobody wrote since; a
@@ -48,10 +58,22 @@
 struct graph_region {
     hg_devaddr lo, hi;    /* a non-empty byte range */
     hg_devaddr maxhi;     /* read records: the largest hi in the subtree */
-    uint32_t task;        /* a write record's writer, a read record's reader */
+    uint32_t task;        /* a write record's writer, a read record's first reader */
     uint32_t left, right; /* treap children; `left` links the free list */
     uint32_t prio;        /* treap heap priority (random) */
+    uint32_t more;        /* read records: the later readers of the same bytes (a
+                           * list in graph_map.readers, latest first), or NONE */
 };
+
+/* One more reader of a read record's bytes: a fan of readers on one range is
+ * one record with a list, not one treap record per reader. */
+typedef struct reader_entry {
+    uint32_t task, next;
+} reader_entry;
+
+/* Read records a read may join (the last few made); emptied whenever a write
+ * changes read records, so each one held is live and unchanged. */
+#define RECENT_READS 4
 
 /* Which treap an operation works on: only the read treap keeps maxhi (the
  * write treap's records are disjoint, so lo order is hi order there). */
@@ -75,6 +97,10 @@ typedef struct graph_map {
     uint32_t ndeps, cap_deps;
     byte_run *runs; /* bytes of one write arg's range that read records cover */
     uint32_t nruns, cap_runs;
+    reader_entry *readers; /* the read records' later readers; `next` links the free list */
+    uint32_t nreaders, cap_readers, free_readers;
+    uint32_t recent[RECENT_READS]; /* read records a read of the same range joins */
+    uint32_t recent_next;
 } graph_map;
 
 /* ---------------------------------------------------------------- memory */
@@ -92,7 +118,8 @@ static graph_map *map_of(graph *g)
         graph_map *m = calloc(1, sizeof *m);
         if (m == NULL)
             return NULL;
-        m->writes = m->reads = m->free_list = NONE;
+        m->writes = m->reads = m->free_list = m->free_readers = NONE;
+        memset(m->recent, 0xff, sizeof m->recent);
         m->rng = 0x9e3779b9u;
         g->scratch = m;
     }
@@ -119,8 +146,67 @@ static uint32_t region_new(graph *g, graph_map *m, hg_devaddr lo, hg_devaddr hi,
         m->free_list = g->regions[i].left;
     else
         i = g->nregions++;
-    g->regions[i] = (graph_region){lo, hi, hi, task, NONE, NONE, rng_next(m)};
+    g->regions[i] = (graph_region){lo, hi, hi, task, NONE, NONE, rng_next(m), NONE};
     return i;
+}
+
+/* ------------------------------------------------------- reader lists */
+
+/* Room for `extra` more reader entries. */
+static int reserve_readers(graph_map *m, uint64_t extra)
+{
+    return graph_grow(&m->readers, &m->cap_readers, (uint64_t)m->nreaders + extra,
+                      sizeof(reader_entry));
+}
+
+/* A reader entry for `task` in front of list `next`; the caller reserved it. */
+static uint32_t reader_new(graph_map *m, uint32_t task, uint32_t next)
+{
+    uint32_t i = m->free_readers;
+    if (i != NONE)
+        m->free_readers = m->readers[i].next;
+    else
+        i = m->nreaders++;
+    m->readers[i] = (reader_entry){task, next};
+    return i;
+}
+
+/* Entries in list `l`. */
+static uint32_t readers_count(const graph_map *m, uint32_t l)
+{
+    uint32_t n = 0;
+    for (; l != NONE; l = m->readers[l].next)
+        n++;
+    return n;
+}
+
+/* A copy of list `l` (same order); the caller reserved its entries. */
+static uint32_t readers_copy(graph_map *m, uint32_t l)
+{
+    uint32_t head = NONE, *link = &head;
+    for (; l != NONE; l = m->readers[l].next) {
+        m->steps++;
+        *link = reader_new(m, m->readers[l].task, NONE);
+        link = &m->readers[*link].next;
+    }
+    return head;
+}
+
+static void readers_free(graph_map *m, uint32_t l)
+{
+    while (l != NONE) {
+        m->steps++;
+        uint32_t next = m->readers[l].next;
+        m->readers[l].next = m->free_readers;
+        m->free_readers = l;
+        l = next;
+    }
+}
+
+/* A write is about to change read records: none may be joined any more. */
+static void recent_forget(graph_map *m)
+{
+    memset(m->recent, 0xff, sizeof m->recent);
 }
 
 /* Frees every record of tree t; returns how many. */
@@ -247,16 +333,20 @@ static void writes_replace(graph *g, graph_map *m, const graph_targ *a, uint32_t
 /* ---------------------------------------------------------- read records */
 
 /* Read records of tree t that start before lo and end after hi: a write of
- * [lo, hi) splits each of them in two. */
-static uint32_t count_spanning(graph *g, graph_map *m, uint32_t t, hg_devaddr lo, hg_devaddr hi)
+ * [lo, hi) splits each of them in two.  *entries gets their later readers,
+ * whose lists the split copies (each is an edge of the write). */
+static uint32_t count_spanning(graph *g, graph_map *m, uint32_t t, hg_devaddr lo, hg_devaddr hi,
+                               uint64_t *entries)
 {
     if (t == NONE || g->regions[t].maxhi <= hi)
         return 0;
     m->steps++;
     const graph_region *r = &g->regions[t];
-    uint32_t n = count_spanning(g, m, r->left, lo, hi);
+    uint32_t n = count_spanning(g, m, r->left, lo, hi, entries);
+    if (r->lo < lo && r->hi > hi && r->more != NONE)
+        *entries += readers_count(m, r->more);
     if (r->lo < lo) /* else the right subtree starts at lo or later */
-        n += (r->hi > hi) + count_spanning(g, m, r->right, lo, hi);
+        n += (r->hi > hi) + count_spanning(g, m, r->right, lo, hi, entries);
     return n;
 }
 
@@ -272,7 +362,9 @@ static void trim_before(graph *g, graph_map *m, uint32_t t, hg_devaddr lo, hg_de
     trim_before(g, m, g->regions[t].left, lo, hi, pieces); /* in order: pieces stay in order */
     hg_devaddr end = g->regions[t].hi;
     if (end > hi) {
-        *pieces = map_merge(g, READS, *pieces, region_new(g, m, hi, end, g->regions[t].task));
+        uint32_t piece = region_new(g, m, hi, end, g->regions[t].task);
+        g->regions[piece].more = readers_copy(m, g->regions[t].more);
+        *pieces = map_merge(g, READS, *pieces, piece);
         m->nreads++;
     }
     if (end > lo)
@@ -297,6 +389,8 @@ static void trim_inside(graph *g, graph_map *m, uint32_t t, hg_devaddr hi, uint3
         fix(g, t);
         *pieces = map_merge(g, READS, *pieces, t);
     } else {
+        readers_free(m, r->more);
+        r->more = NONE;
         r->left = m->free_list;
         m->free_list = t;
         m->nreads--;
@@ -325,8 +419,11 @@ static bool reads_overlap(graph *g, graph_map *m, uint32_t t, hg_devaddr lo, hg_
 /* Bytes [lo, hi) are being written: no read record keeps them. */
 static int reads_remove(graph *g, graph_map *m, hg_devaddr lo, hg_devaddr hi)
 {
-    if (reserve_regions(g, count_spanning(g, m, m->reads, lo, hi)) != 0)
+    uint64_t entries = 0;
+    uint32_t spanning = count_spanning(g, m, m->reads, lo, hi, &entries);
+    if (reserve_regions(g, spanning) != 0 || reserve_readers(m, entries) != 0)
         return HG_ENOMEM;
+    recent_forget(m);
     uint32_t before, mid, after, pieces = NONE; /* every piece starts at hi */
     map_split(g, READS, m->reads, lo, &before, &mid);
     map_split(g, READS, mid, hi, &mid, &after);
@@ -378,6 +475,10 @@ static int reads_deps(graph *g, graph_map *m, uint32_t t, hg_devaddr lo, hg_deva
         return rc;
     if (r->hi > lo) {
         rc = dep_add(m, r->task);
+        for (uint32_t l = r->more; rc == 0 && l != NONE; l = m->readers[l].next) {
+            m->steps++;
+            rc = dep_add(m, m->readers[l].task);
+        }
         if (rc == 0)
             rc = run_add(m, r->lo > lo ? r->lo : lo, r->hi < hi ? r->hi : hi);
     }
@@ -448,13 +549,40 @@ static int map_write(graph *g, graph_map *m, const graph_targ *a, uint32_t task)
     return rc;
 }
 
-/* Task `task` reads a's range: a read record of its own, nothing else. */
+/* A recent read record of exactly [lo, hi), or NONE. */
+static uint32_t recent_find(const graph *g, const graph_map *m, hg_devaddr lo, hg_devaddr hi)
+{
+    for (int i = 0; i < RECENT_READS; i++) {
+        uint32_t t = m->recent[i];
+        if (t != NONE && g->regions[t].lo == lo && g->regions[t].hi == hi)
+            return t;
+    }
+    return NONE;
+}
+
+/* Task `task` reads a's range: it joins a recent read record of the same
+ * bytes (O(1): a fan of readers is one record), else gets a record of its
+ * own; nothing else changes. */
 static int map_read(graph *g, graph_map *m, const graph_targ *a, uint32_t task)
 {
+    uint32_t rec = recent_find(g, m, a->lo, a->hi);
+    if (rec != NONE) {
+        graph_region *r = &g->regions[rec];
+        m->steps++;
+        if ((r->more != NONE ? m->readers[r->more].task : r->task) == task)
+            return 0; /* the task reads these bytes twice */
+        if (reserve_readers(m, 1) != 0)
+            return HG_ENOMEM;
+        r->more = reader_new(m, task, r->more);
+        return 0;
+    }
     if (reserve_regions(g, 1) != 0)
         return HG_ENOMEM;
-    tree_insert(g, m, &m->reads, region_new(g, m, a->lo, a->hi, task));
+    rec = region_new(g, m, a->lo, a->hi, task);
+    tree_insert(g, m, &m->reads, rec);
     m->nreads++;
+    m->recent[m->recent_next] = rec;
+    m->recent_next = (m->recent_next + 1) % RECENT_READS;
     return 0;
 }
 
@@ -528,8 +656,9 @@ void graph_map_reset(graph *g)
     g->nregions = 0;
     if (m != NULL) {
         /* The epoch keeps counting: marks from before the reset never equal it. */
-        m->writes = m->reads = m->free_list = NONE;
-        m->nwrites = m->nreads = m->ndeps = m->nruns = 0;
+        m->writes = m->reads = m->free_list = m->free_readers = NONE;
+        m->nwrites = m->nreads = m->ndeps = m->nruns = m->nreaders = 0;
+        recent_forget(m);
         m->steps = m->mark_extends = 0;
         m->broken = false;
     }
@@ -542,6 +671,7 @@ void graph_map_free(graph *g)
         free(m->seen);
         free(m->deps);
         free(m->runs);
+        free(m->readers);
         free(m);
     }
     free(g->regions);

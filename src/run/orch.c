@@ -2,7 +2,8 @@
  * orch.c: the calls an orchestration function makes: look up args, read host
  * views, take scratch, submit tasks.  Every task arg is resolved to device
  * addresses here (stage_resolve), so the graph and the scheduler below see
- * device regions only.
+ * device regions only.  With replay on, host reads and each task arg's run
+ * arg are logged too (replay.h).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -81,6 +82,12 @@ int hg_orch_host_view(hg_orch *o, uint32_t arg, const void **out)
     if (sa->tensor.host == NULL)
         return orch_fail(o, err_set(e, HG_ENOHOSTVIEW,
                                     "host view of '%s': the arg is only a device view", sa->name));
+    hg_runner *r = o->runner;
+    if (r->replay.on) {
+        int rc = replay_note_read(&r->replay, p, arg, r->runs, p->verify, e);
+        if (rc != 0)
+            return orch_fail(o, rc);
+    }
     size_t first = sa->lo;
     *out = (const char *)hg_hostbuf_data(sa->tensor.host) + first;
     return 0;
@@ -178,6 +185,11 @@ int hg_task_submit(hg_orch *o, const hg_task_desc *d, hg_task_id *out)
     if (rc != 0)
         return orch_fail(o, rc);
     r->graph.tasks[id].dev_kernel = dev_kernel;
+    if (r->replay.on) {
+        rc = replay_note_task(&r->replay, d, &r->err);
+        if (rc != 0)
+            return orch_fail(o, rc);
+    }
     if (out)
         *out = id;
     return 0;

@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "graph/graph.h"
 #include "hostgraph.h"
+#include "run/replay.h"
 #include "stage/stage.h"
 
 struct hg_runner {
@@ -28,6 +29,7 @@ struct hg_runner {
     /* hg_runner_cancel's request: set from any thread or a signal handler,
      * read between tasks and stages, cleared when a run ends. */
     atomic_bool cancel;
+    replay_state replay; /* hg_runner_set_replay: the recording and its log */
     /* hg_runner_set_decide's hook (NULL: none) and its argument. */
     hg_run_decide_fn decide;
     void *decide_user;

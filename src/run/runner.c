@@ -31,6 +31,7 @@ int hg_runner_open(hg_device *dev, hg_runner **out)
     stage_plan_init(&r->plan, &r->tally);
     r->plan.cache = &r->cache;
     graph_init(&r->graph);
+    replay_init(&r->replay);
     *out = r;
     return 0;
 }
@@ -45,6 +46,7 @@ void hg_runner_close(hg_runner *r)
     stage_retained_free(&r->retained, r->dev, &r->tally);
     stage_plan_free(&r->plan);
     graph_free(&r->graph);
+    replay_free(&r->replay);
     free(r);
 }
 
@@ -106,6 +108,26 @@ void hg_runner_set_verify(hg_runner *r, bool on)
 {
     if (r)
         r->plan.verify = on;
+}
+
+void hg_runner_set_replay(hg_runner *r, bool on)
+{
+    if (r == NULL)
+        return;
+    r->replay.on = on;
+    if (!on)
+        replay_drop(&r->replay);
+}
+
+void hg_runner_invalidate_replay(hg_runner *r)
+{
+    if (r)
+        replay_drop(&r->replay);
+}
+
+uint64_t hg_runner_replay_bytes(const hg_runner *r)
+{
+    return r ? replay_bytes(&r->replay) : 0;
 }
 
 void hg_runner_set_poison_scratch(hg_runner *r, bool on)
@@ -238,9 +260,61 @@ static int run_orchestrate(hg_runner *r, const hg_callable *c, const hg_arg *arg
     return graph_finalize(&r->graph, &r->err);
 }
 
+/* What the run executes: `graph` (the recording when `replayed`). */
+typedef struct run_graph {
+    const graph *graph;
+    bool replayed;
+} run_graph;
+
+/* With replay on: the recording when it matches and can be placed (in
+ * verify mode only after a fresh orchestration equals it), else a fresh
+ * orchestration whose log the runner keeps for the recording. */
+static int run_replay_or_orchestrate(hg_runner *r, const hg_callable *c, const hg_arg *args,
+                                     uint32_t nargs, run_graph *out)
+{
+    replay_state *rs = &r->replay;
+    const bool verify = r->plan.verify;
+    out->graph = &r->graph;
+    int m = replay_match(rs, c, args, nargs, verify, &r->err);
+    if (m < 0)
+        return m;
+    if (m == 1 && !verify) {
+        int rc = replay_place(rs, &r->plan, r->dev, false, &r->err);
+        if (rc == 1) {
+            *out = (run_graph){&rs->graph, true};
+            return 0;
+        }
+        if (rc < 0)
+            return rc;
+    }
+    replay_begin(rs);
+    int rc = run_orchestrate(r, c, args, nargs);
+    if (rc == 0)
+        rc = replay_capture(rs, &r->plan, &r->err);
+    if (m != 1 || !verify) /* not replayable: this orchestration records anew */
+        return rc;
+    if (rc != 0) {
+        replay_drop(rs); /* the orchestration no longer builds the recording */
+        return rc;
+    }
+    /* Verify: the recording must be what the orchestration built. */
+    rc = replay_compare_log(rs, &r->err);
+    if (rc == 0 && replay_place(rs, &r->plan, r->dev, true, &r->err) != 1)
+        return 0; /* the regions moved apart: a new recording, nothing stale */
+    if (rc == 0)
+        rc = replay_compare_graph(rs, &r->graph, &r->err);
+    if (rc != 0) {
+        replay_drop(rs);
+        return rc;
+    }
+    out->replayed = true;
+    return 0;
+}
+
 /* Byte, copy and allocation counts are this runner's own tally (device.h),
  * so they stay exact while other runners share the device. */
-static void fill_stats(hg_runner *r, const hg_device_counters *before, hg_run_stats *s)
+static void fill_stats(hg_runner *r, const hg_device_counters *before, const run_graph *rg,
+                       hg_run_stats *s)
 {
     const hg_device_counters now = r->tally;
     s->h2d_bytes = now.h2d_bytes - before->h2d_bytes;
@@ -250,8 +324,7 @@ static void fill_stats(hg_runner *r, const hg_device_counters *before, hg_run_st
     s->h2d_batches = now.h2d_batches - before->h2d_batches;
     s->d2h_batches = now.d2h_batches - before->d2h_batches;
     s->device_allocs = now.allocs - before->allocs;
-    s->tasks = r->graph.ntasks;
-    s->edges = r->graph.nedges;
+    s->replayed = rg->replayed;
     s->retained_bytes = r->retained.capacity;
     const stage_residency_stats *rs = &r->plan.rstats;
     s->resident_hits = rs->hits;
@@ -261,6 +334,20 @@ static void fill_stats(hg_runner *r, const hg_device_counters *before, hg_run_st
     s->evictions = rs->evictions;
     s->h2d_bytes_skipped = rs->h2d_bytes_skipped;
     s->d2h_bytes_skipped = rs->d2h_bytes_skipped;
+    s->h2d_ns = rs->h2d_ns;
+    s->d2h_ns = rs->d2h_ns;
+}
+
+/* After a run with replay on: a successful orchestrated run becomes the
+ * recording (a failed one leaves none of its own); a replayed run that
+ * failed in its graph (execution, cancel aside) drops the recording. */
+static void run_keep_recording(hg_runner *r, const hg_callable *c, const hg_arg *args,
+                               uint32_t nargs, const run_graph *rg, int rc, int exec_rc)
+{
+    if (rc == 0 && !rg->replayed)
+        replay_record(&r->replay, &r->graph, &r->plan, c, args, nargs);
+    else if (rg->replayed && exec_rc != 0 && exec_rc != HG_ECANCELED)
+        replay_drop(&r->replay);
 }
 
 /* The decide hook's ruling on code rc (hg_runner_set_decide): a failure
@@ -330,23 +417,30 @@ int hg_runner_run(hg_runner *r, const hg_callable *c, const hg_arg *args, uint32
     timer_stop(t, "bind", &s.bind_ns);
     if (rc == 0)
         rc = run_check_cancel(r, "orchestrate");
+    run_graph rg = {&r->graph, false};
     if (rc == 0) {
         t = timer_start(r, "orchestrate");
-        rc = run_orchestrate(r, c, args, nargs);
-        timer_stop(t, "orchestrate", &s.orch_ns);
+        rc = r->replay.on ? run_replay_or_orchestrate(r, c, args, nargs, &rg)
+                          : run_orchestrate(r, c, args, nargs);
+        timer_stop(t, rg.replayed && !r->plan.verify ? "replay" : "orchestrate", &s.orch_ns);
     }
     exec_counts counts;
     for (int i = 0; i < HG_KCOUNT_MAX; i++)
         atomic_init(&counts.v[i], 0);
+    int exec_rc = 0;
     if (rc == 0) {
         t = timer_start(r, "execute");
-        rc = exec_run_cancelable(r->dev, &r->graph, r->trace, (uint32_t)r->runs, &r->cancel,
-                                 &counts, &r->err);
+        exec_rc = rc = exec_run_cancelable(r->dev, rg.graph, r->trace, (uint32_t)r->runs,
+                                           &r->cancel, &counts, &r->err);
         timer_stop(t, "execute", &s.exec_ns);
     }
     if (rc == 0)
         rc = run_check_cancel(r, "copy back"); /* nothing copied back or published */
     rc = run_copy_back(r, rc, &s);
+    s.tasks = rg.graph->ntasks; /* before a recording takes the graph */
+    s.edges = rg.graph->nedges;
+    if (r->replay.on)
+        run_keep_recording(r, c, args, nargs, &rg, rc, exec_rc);
     t = timer_start(r, "release");
     stage_release(&r->plan, r->dev);
     timer_stop(t, "release", &s.release_ns);
@@ -354,7 +448,7 @@ int hg_runner_run(hg_runner *r, const hg_callable *c, const hg_arg *args, uint32
     atomic_store_explicit(&r->cancel, false, memory_order_relaxed); /* one cancel, one run */
 
     s.wall_ns = clock_now_ns() - t0;
-    fill_stats(r, &before, &s);
+    fill_stats(r, &before, &rg, &s);
     s.net_bytes = atomic_load_explicit(&counts.v[HG_KCOUNT_NET_BYTES], memory_order_relaxed);
     s.net_ns = atomic_load_explicit(&counts.v[HG_KCOUNT_NET_NS], memory_order_relaxed);
     if (stats)

@@ -138,6 +138,7 @@ static int make_run_opts(const hg_scene_opts *o, bool compare, scene_run_opts *r
     ro->warmup = o->warmup;
     ro->cancel = o->cancel != NULL ? &o->cancel->c : NULL;
     ro->verify = o->verify;
+    ro->replay = o->replay;
     ro->skip_golden = o->skip_golden;
     ro->device_spec = o->device;
     ro->json_path = o->json_path;

@@ -43,21 +43,32 @@ void scene_report_summarize(scene_report *r)
  * a real run reaches: 99999.999 ms (a round of 100 s) and 99 GB. */
 enum { MS_W = 9, BYTES_W = 11 };
 
+void scene_report_print_header_replay(FILE *f, bool replay)
+{
+    fprintf(f, "round  %-*s  %-*s  %-*s  %-*s  %-*s  %-*s  %-*s  %-*s  %sgolden\n", MS_W, "wall_ms",
+            MS_W, "bind_ms", MS_W, "orch_ms", MS_W, "exec_ms", MS_W, "back_ms", MS_W, "rel_ms",
+            BYTES_W, "h2d_bytes", BYTES_W, "d2h_bytes", replay ? "replayed  " : "");
+}
+
+void scene_report_print_row_replay(FILE *f, uint32_t round, const scene_round *sr, bool replay)
+{
+    const hg_run_stats *s = &sr->stats;
+    const char *replayed = !replay ? "" : s->replayed ? "yes       " : "no        ";
+    fprintf(f, "%-5u  %-*.3f  %-*.3f  %-*.3f  %-*.3f  %-*.3f  %-*.3f  %-*llu  %-*llu  %s%s\n",
+            round, MS_W, ms(s->wall_ns), MS_W, ms(s->bind_ns), MS_W, ms(s->orch_ns), MS_W,
+            ms(s->exec_ns), MS_W, ms(s->copyback_ns), MS_W, ms(s->release_ns), BYTES_W,
+            (unsigned long long)s->h2d_bytes, BYTES_W, (unsigned long long)s->d2h_bytes, replayed,
+            sr->golden);
+}
+
 void scene_report_print_header(FILE *f)
 {
-    fprintf(f, "round  %-*s  %-*s  %-*s  %-*s  %-*s  %-*s  %-*s  %-*s  golden\n", MS_W, "wall_ms",
-            MS_W, "bind_ms", MS_W, "orch_ms", MS_W, "exec_ms", MS_W, "back_ms", MS_W, "rel_ms",
-            BYTES_W, "h2d_bytes", BYTES_W, "d2h_bytes");
+    scene_report_print_header_replay(f, false);
 }
 
 void scene_report_print_row(FILE *f, uint32_t round, const scene_round *sr)
 {
-    const hg_run_stats *s = &sr->stats;
-    fprintf(f, "%-5u  %-*.3f  %-*.3f  %-*.3f  %-*.3f  %-*.3f  %-*.3f  %-*llu  %-*llu  %s\n", round,
-            MS_W, ms(s->wall_ns), MS_W, ms(s->bind_ns), MS_W, ms(s->orch_ns), MS_W, ms(s->exec_ns),
-            MS_W, ms(s->copyback_ns), MS_W, ms(s->release_ns), BYTES_W,
-            (unsigned long long)s->h2d_bytes, BYTES_W, (unsigned long long)s->d2h_bytes,
-            sr->golden);
+    scene_report_print_row_replay(f, round, sr, false);
 }
 
 void scene_report_print_summary(FILE *f, const scene_report *r)
@@ -113,6 +124,9 @@ static void write_round(FILE *f, uint32_t round, const scene_round *sr)
         {"stale_uploads", (double)s->stale_uploads},
         {"resident_staged", (double)s->resident_staged},
         {"evictions", (double)s->evictions},
+        {"h2d_ms", ms(s->h2d_ns)},
+        {"d2h_ms", ms(s->d2h_ns)},
+        {"replayed", (double)s->replayed},
         {"net_bytes", (double)s->net_bytes}, /* handed to MPI (libhostgraph_mpi) */
         {"net_ms", ms(s->net_ns)},
     };
@@ -201,6 +215,8 @@ void scene_report_write_object(FILE *f, const scene_report *r, int indent)
     fputs(",", f);
     field(f, in, "verify");
     fputs(r->verify ? "true," : "false,", f);
+    field(f, in, "replay");
+    fputs(r->replay ? "true," : "false,", f);
     field(f, in, "params");
     scene_report_write_params(f, r->scene, r->params);
     fputc(',', f);

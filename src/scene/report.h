@@ -24,6 +24,7 @@ typedef struct scene_report {
     const char *device; /* the device's normalized spec */
     scene_residency residency;
     bool verify;
+    bool replay; /* --replay: the table gains a "replayed" column */
     const scene_round *rounds;
     uint32_t nrounds;    /* rounds completed */
     double first_ms;     /* round 1's wall time */
@@ -62,6 +63,9 @@ void scene_report_summarize(scene_report *r);
 void scene_report_print_header(FILE *f);
 /* `round` counts from 1. */
 void scene_report_print_row(FILE *f, uint32_t round, const scene_round *sr);
+/* The same with --replay: a "replayed" column (yes/no) before golden. */
+void scene_report_print_header_replay(FILE *f, bool replay);
+void scene_report_print_row_replay(FILE *f, uint32_t round, const scene_round *sr, bool replay);
 void scene_report_print_summary(FILE *f, const scene_report *r);
 /* HG_EIO if the file cannot be written; the file at path is then untouched. */
 int scene_report_write_json(const scene_report *r, const char *path);

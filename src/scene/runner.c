@@ -215,7 +215,7 @@ static int loop_fail(const scene_run_opts *o, round_loop *l, int code, const cha
 static int run_rounds(const scene_run_opts *o, scene_case *c, round_loop *l)
 {
     if (!o->quiet)
-        scene_report_print_header(o->out);
+        scene_report_print_header_replay(o->out, o->replay);
     for (uint32_t i = 0; i < o->rounds; i++) {
         scene_round *sr = &l->rounds[i];
         if (scene_cancel_requested(o->cancel)) {
@@ -251,7 +251,7 @@ static int run_rounds(const scene_run_opts *o, scene_case *c, round_loop *l)
         if (o->on_round != NULL)
             o->on_round(o->on_round_user, i + 1, c, &sr->stats);
         if (!o->quiet)
-            scene_report_print_row(o->out, i + 1, sr);
+            scene_report_print_row_replay(o->out, i + 1, sr, o->replay);
     }
     return 0;
 }
@@ -282,6 +282,7 @@ int scene_run_rounds(const scene_run_opts *o, hg_device *dev, scene_case *c, hg_
     } else {
         hg_runner_set_trace(l.runner, trace);
         hg_runner_set_verify(l.runner, o->verify);
+        hg_runner_set_replay(l.runner, o->replay);
         if (!o->quiet && o->residency == SCENE_RESIDENCY_PIN)
             fprintf(o->out, "setup: %.3f ms, %llu bytes host -> device (pinned IN args)\n",
                     (double)l.mode.setup_ns / 1e6, (unsigned long long)l.mode.setup_h2d_bytes);
@@ -304,6 +305,7 @@ int scene_run_rounds(const scene_run_opts *o, hg_device *dev, scene_case *c, hg_
                           .device = hg_device_spec(dev),
                           .residency = o->residency,
                           .verify = o->verify,
+                          .replay = o->replay,
                           .rounds = rounds,
                           .nrounds = l.done,
                           .setup_ms = (double)l.mode.setup_ns / 1e6,

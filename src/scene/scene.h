@@ -224,6 +224,7 @@ typedef struct scene_run_opts {
     uint32_t rounds; /* >= 1 */
     scene_residency residency;
     bool verify; /* hg_runner_set_verify: catch host writes that bypassed the API */
+    bool replay; /* hg_runner_set_replay: later rounds replay the first's graph */
     bool skip_golden;
     const char *device_spec; /* NULL: "sim" */
     const char *json_path;   /* NULL: no JSON report */

@@ -26,6 +26,13 @@
  *      stay as the host has them), and each written buffer takes one write
  *      step with every range fetched into it logged.  The commit allocates
  *      nothing and cannot fail.
+ * The extra host memcpy that buys all or nothing is avoided where a failure
+ * cannot leave a half-written host byte (direct_arg): one range that is
+ * exactly what the tasks wrote, on a device whose copy of one range writes
+ * all of it or none, lands straight in the host buffer.  That is the
+ * common large case (a whole output tensor).  Splitting the commit across
+ * the device's idle core threads was measured instead and lost: waking
+ * them cost milliseconds on a loaded 2-CPU host (docs/PERFORMANCE.md).
  * A failure before the commit (planning, staging, fetch) changes no host
  * byte and no generation.  The fetched ranges stay in the plan
  * (stage_arg.back_first/back_n) for hg_runner_copied_back.
@@ -38,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "device/device.h"
 #include "stage/stage.h"
 #include "tensor/checked.h"
@@ -106,14 +114,73 @@ size_t stage_ranges_cover(hg_range *r, size_t n)
     return k + 1;
 }
 
-int stage_note_written(stage_plan *p, uint32_t arg, const hg_tensor *view, hg_err *e)
+/* True when x and y are one view of one buffer (dims past ndims are not
+ * part of a view). */
+static bool same_tensor(const hg_tensor *x, const hg_tensor *y)
 {
-    if (grow(p, (void **)&p->written, &p->cap_written, (size_t)p->nwritten + 1,
-             sizeof *p->written) != 0)
+    if (x->host != y->host || x->device != y->device || x->dtype != y->dtype ||
+        x->ndims != y->ndims || x->offset != y->offset)
+        return false;
+    for (uint32_t d = 0; d < x->ndims && d < HG_MAX_DIMS; d++)
+        if (x->shape[d] != y->shape[d] || x->strides[d] != y->strides[d])
+            return false;
+    return true;
+}
+
+/* The view of written note w: its strided view, or NULL for a dense one. */
+static const hg_tensor *note_view(const stage_plan *p, const stage_written *w)
+{
+    return w->strided == STAGE_NO_VIEW ? NULL : &p->strided[w->strided];
+}
+
+/* Notes [lo, hi) of arg, with its strided view (NULL: dense).  A view the
+ * previous note already holds is not noted again: a chain of W tasks writing
+ * one view notes it once, so copy-back's planning (a sort of the notes)
+ * costs O(1) for it instead of O(W log W), and W notes take no memory.
+ * Views repeated out of turn are dropped at planning instead. */
+static int note(stage_plan *p, uint32_t arg, size_t lo, size_t hi, const hg_tensor *view, hg_err *e)
+{
+    if (p->nwritten > 0) {
+        const stage_written *last = &p->written[p->nwritten - 1];
+        const hg_tensor *lv = note_view(p, last);
+        if (last->arg == arg && last->lo == lo && last->hi == hi &&
+            (view == NULL ? lv == NULL : lv != NULL && same_tensor(lv, view)))
+            return 0;
+    }
+    uint32_t strided = STAGE_NO_VIEW;
+    int rc =
+        grow(p, (void **)&p->written, &p->cap_written, (size_t)p->nwritten + 1, sizeof *p->written);
+    if (rc == 0 && view != NULL) {
+        rc = grow(p, (void **)&p->strided, &p->cap_strided, (size_t)p->nstrided + 1,
+                  sizeof *p->strided);
+        if (rc == 0) {
+            strided = p->nstrided++;
+            p->strided[strided] = *view;
+        }
+    }
+    if (rc != 0)
         return err_set(e, HG_ENOMEM, "task arg for '%s': cannot note what it writes",
                        p->args[arg].name);
-    p->written[p->nwritten++] = (stage_written){.arg = arg, .view = *view};
+    p->written[p->nwritten++] = (stage_written){arg, strided, lo, hi};
     return 0;
+}
+
+int stage_note_written(stage_plan *p, uint32_t arg, const hg_tensor *view, hg_err *e)
+{
+    size_t lo = 0, hi = 0;
+    if (hg_tensor_extent(view, &lo, &hi) != 0 || lo == hi)
+        return 0; /* validated at resolve; an empty view brings nothing back */
+    return note(p, arg, lo, hi, hg_tensor_is_dense(view) ? NULL : view, e);
+}
+
+int stage_note_written_range(stage_plan *p, uint32_t arg, size_t lo, size_t hi, hg_err *e)
+{
+    return lo == hi ? 0 : note(p, arg, lo, hi, NULL, e);
+}
+
+const hg_tensor *stage_written_view(const stage_plan *p, uint32_t k)
+{
+    return note_view(p, &p->written[k]);
 }
 
 /* OUT and INOUT args with device memory of their own come back. */
@@ -163,9 +230,9 @@ static int sink_run(void *ctx, size_t offset, size_t len)
 /* Pushes the ranges to fetch for one written view. */
 static int plan_view(stage_plan *p, const stage_written *w)
 {
-    const hg_tensor *v = &w->view;
+    const hg_tensor *v = note_view(p, w);
     run_sink k = {p, 0, 0, false, false, 0};
-    bool whole = hg_tensor_is_dense(v);
+    bool whole = v == NULL;
     if (!whole) {
         int rc = tensor_for_each_run(v, sink_run, &k);
         if (rc != 0)
@@ -190,27 +257,65 @@ static int cmp_size(size_t a, size_t b)
     return (a > b) - (a < b);
 }
 
+/* Two views, dense ones (NULL) first.  Dims past ndims are not part of a
+ * view. */
+static int view_cmp(const hg_tensor *x, const hg_tensor *y)
+{
+    if (x == NULL || y == NULL)
+        return (x != NULL) - (y != NULL);
+    int c = cmp_size((size_t)x->dtype, (size_t)y->dtype);
+    c = c ? c : cmp_size(x->ndims, y->ndims);
+    c = c ? c : cmp_size(x->offset, y->offset);
+    for (uint32_t d = 0; c == 0 && d < x->ndims && d < HG_MAX_DIMS; d++) {
+        c = cmp_size(x->shape[d], y->shape[d]);
+        c = c ? c : cmp_size(x->strides[d], y->strides[d]);
+    }
+    return c;
+}
+
 /* By arg, then extent, then the view itself: identical views end up
- * adjacent.  Dims past ndims are not part of a view. */
-static int written_cmp(const void *a, const void *b)
+ * adjacent. */
+static int written_cmp(const stage_written *x, const hg_tensor *xv, const stage_written *y,
+                       const hg_tensor *yv)
+{
+    int c = cmp_size(x->arg, y->arg);
+    c = c ? c : cmp_size(x->lo, y->lo);
+    c = c ? c : cmp_size(x->hi, y->hi);
+    return c ? c : view_cmp(xv, yv);
+}
+
+static bool same_view(const stage_plan *p, const stage_written *x, const stage_written *y)
+{
+    return written_cmp(x, note_view(p, x), y, note_view(p, y)) == 0;
+}
+
+/* By arg and extent, dense before strided (qsort has no context for the
+ * strided views). */
+static int extent_cmp(const void *a, const void *b)
 {
     const stage_written *x = a, *y = b;
     int c = cmp_size(x->arg, y->arg);
     c = c ? c : cmp_size(x->lo, y->lo);
     c = c ? c : cmp_size(x->hi, y->hi);
-    c = c ? c : cmp_size((size_t)x->view.dtype, (size_t)y->view.dtype);
-    c = c ? c : cmp_size(x->view.ndims, y->view.ndims);
-    c = c ? c : cmp_size(x->view.offset, y->view.offset);
-    for (uint32_t d = 0; c == 0 && d < x->view.ndims && d < HG_MAX_DIMS; d++) {
-        c = cmp_size(x->view.shape[d], y->view.shape[d]);
-        c = c ? c : cmp_size(x->view.strides[d], y->view.strides[d]);
-    }
-    return c;
+    return c ? c : cmp_size(x->strided != STAGE_NO_VIEW, y->strided != STAGE_NO_VIEW);
 }
 
-static bool same_view(const stage_written *x, const stage_written *y)
+/* Sorts the notes by written_cmp: by extent, then the few strided views of
+ * one extent among themselves (insertion sort: such ties are rare and
+ * short; k of them cost O(k^2)). */
+static void written_sort(stage_plan *p)
 {
-    return written_cmp(x, y) == 0;
+    stage_written *w = p->written;
+    if (p->nwritten > 1) /* qsort takes no NULL, even for 0 items */
+        qsort(w, p->nwritten, sizeof *w, extent_cmp);
+    for (uint32_t i = 1; p->nstrided > 1 && i < p->nwritten; i++) {
+        stage_written x = w[i];
+        uint32_t j = i;
+        for (; j > 0 && written_cmp(&w[j - 1], note_view(p, &w[j - 1]), &x, note_view(p, &x)) > 0;
+             j--)
+            w[j] = w[j - 1];
+        w[j] = x;
+    }
 }
 
 /* Drops empty views and duplicates (p->written sorted); one pass. */
@@ -219,7 +324,7 @@ static void written_dedupe(stage_plan *p)
     uint32_t k = 0;
     for (uint32_t i = 0; i < p->nwritten; i++) {
         const stage_written *w = &p->written[i];
-        if (w->lo == w->hi || (k > 0 && same_view(&p->written[k - 1], w)))
+        if (w->lo == w->hi || (k > 0 && same_view(p, &p->written[k - 1], w)))
             continue;
         p->written[k++] = *w;
     }
@@ -257,8 +362,9 @@ static int plan_cluster(stage_plan *p, uint32_t w0, uint32_t w1, size_t lo, size
 {
     for (uint32_t w = w0; w <= w1; w++) {
         const stage_written *v = &p->written[w];
-        bool alone_in_order = w0 == w1 && tensor_runs_in_order(&v->view);
-        bool covers_all = v->lo == lo && v->hi == hi && hg_tensor_is_dense(&v->view);
+        const hg_tensor *view = note_view(p, v);
+        bool alone_in_order = w0 == w1 && (view == NULL || tensor_runs_in_order(view));
+        bool covers_all = v->lo == lo && v->hi == hi && view == NULL;
         if (alone_in_order || covers_all) {
             int rc = grow(p, (void **)&p->commits, &p->cap_commits, (size_t)p->ncommits + 1,
                           sizeof *p->commits);
@@ -271,7 +377,10 @@ static int plan_cluster(stage_plan *p, uint32_t w0, uint32_t w1, size_t lo, size
     const uint32_t first = p->ncommits;
     for (uint32_t w = w0; w <= w1; w++) {
         run_sink k = {p, 0, 0, true, true, 0};
-        int rc = tensor_for_each_run(&p->written[w].view, sink_run, &k);
+        const stage_written *v = &p->written[w];
+        const hg_tensor *view = note_view(p, v);
+        int rc = view != NULL ? tensor_for_each_run(view, sink_run, &k)
+                              : sink_run(&k, v->lo, v->hi - v->lo);
         if ((rc = rc != 0 ? rc : k.rc) != 0)
             return rc;
     }
@@ -360,13 +469,7 @@ static int plan_fetch(stage_plan *p, uint32_t *norder, size_t *total, hg_err *e)
 {
     *total = 0;
     p->ncommits = 0;
-    for (uint32_t w = 0; w < p->nwritten; w++) {
-        stage_written *v = &p->written[w];
-        if (hg_tensor_extent(&v->view, &v->lo, &v->hi) != 0)
-            v->lo = v->hi = 0; /* validated at submit: cannot happen */
-    }
-    if (p->nwritten > 1) /* qsort takes no NULL, even for 0 items */
-        qsort(p->written, p->nwritten, sizeof *p->written, written_cmp);
+    written_sort(p);
     written_dedupe(p);
     if (plan_order(p, norder) != 0)
         return err_set(e, HG_ENOMEM, "copy back: cannot plan the order of %u args", p->nargs);
@@ -419,7 +522,9 @@ static int fetch(stage_plan *p, hg_device *dev, hg_err *e)
         }
     }
     size_t done = 0;
+    const uint64_t t0 = clock_now_ns();
     int rc = device_copy_batch(dev, false, p->batch, n, p->tally, &done);
+    p->rstats.d2h_ns += clock_now_ns() - t0;
     if (rc == 0)
         return 0;
     const char *name = stage_batch_arg(p, done, fetch_ranges);
@@ -429,9 +534,10 @@ static int fetch(stage_plan *p, hg_device *dev, hg_err *e)
 /* -------------------------------------------------------------- commit */
 
 typedef struct commit_ctx {
-    stage_plan *p;
+    const stage_plan *p;
     const stage_arg *sa;
     unsigned char *host;
+    uint64_t committed; /* bytes this share wrote */
 } commit_ctx;
 
 /* One byte run of a written view: from its fetched range in staging to the
@@ -452,35 +558,39 @@ static int commit_run(void *ctx, size_t offset, size_t len)
     }
     memcpy(c->host + offset, c->p->staging + c->p->span_staging[first + lo] + (offset - s[lo].lo),
            len);
-    c->p->rstats.committed_bytes += len;
+    c->committed += len;
     return 0;
 }
 
 /* Commits one arg's planned items; allocates nothing (an item with a view
- * is one whose runs come in order). */
-static void commit_arg(stage_plan *p, const stage_arg *sa)
+ * is one whose runs come in order).  Returns the bytes written. */
+static uint64_t commit_arg(const stage_plan *p, const stage_arg *sa)
 {
-    commit_ctx c = {p, sa, hg_hostbuf_data(sa->tensor.host)};
+    commit_ctx c = {p, sa, hg_hostbuf_data(sa->tensor.host), 0};
     for (uint32_t k = sa->commit_first; k < sa->commit_first + sa->commit_n; k++) {
         const stage_commit *it = &p->commits[k];
-        if (it->view == STAGE_NO_VIEW || hg_tensor_is_dense(&p->written[it->view].view))
+        const hg_tensor *view =
+            it->view == STAGE_NO_VIEW ? NULL : note_view(p, &p->written[it->view]);
+        if (view == NULL || hg_tensor_is_dense(view))
             commit_run(&c, it->lo, it->hi - it->lo);
         else
-            (void)tensor_for_each_run(&p->written[it->view].view, commit_run, &c);
+            (void)tensor_for_each_run(view, commit_run, &c);
     }
+    return c.committed;
 }
 
 /* Commits every arg, buffer by buffer, each buffer taking one write step
  * with every range fetched into it logged (a superset of what was
  * committed, so at worst a resident copy elsewhere uploads a few more
  * bytes).  Cannot fail. */
-static void commit(stage_plan *p, uint32_t norder)
+static void commit(stage_plan *p, uint32_t norder, bool bytes_landed)
 {
     for (uint32_t k = 0; k < norder;) {
         hg_hostbuf *hb = p->args[p->back_order[k]].tensor.host;
         uint32_t end = k;
-        while (end < norder && p->args[p->back_order[end]].tensor.host == hb)
-            commit_arg(p, &p->args[p->back_order[end++]]);
+        for (; end < norder && p->args[p->back_order[end]].tensor.host == hb; end++)
+            if (!bytes_landed)
+                p->rstats.committed_bytes += commit_arg(p, &p->args[p->back_order[end]]);
         /* The group's fetched ranges are adjacent in p->spans. */
         const stage_arg *first = &p->args[p->back_order[k]];
         const stage_arg *last = &p->args[p->back_order[end - 1]];
@@ -493,28 +603,88 @@ static void commit(stage_plan *p, uint32_t norder)
     }
 }
 
-int stage_copy_back_fetch(stage_plan *p, hg_device *dev, uint32_t *norder, hg_err *e)
+/* The arg whose one fetched range is exactly what its commit items cover
+ * (the bytes its tasks wrote), when that is all copy-back moves, and the device copies one range
+ * with one memcpy after checking it (a host-memory device: the sim), so its copy either writes
+ * every byte or fails before writing any: then it may land straight in the host buffer, all or
+ * nothing still, without the commit's second memcpy.  NULL otherwise (several ranges: a batch
+ * failing at its k-th range would leave the first k written; a queue device's copy makes no such
+ * promise; verify mode shadows what lands in staging). */
+static stage_arg *direct_arg(stage_plan *p, hg_device *dev, uint32_t norder)
+{
+    if (norder != 1 || p->verify || device_runs_queue(dev))
+        return NULL;
+    stage_arg *sa = &p->args[p->back_order[0]];
+    if (sa->back_n != 1)
+        return NULL;
+    /* The items are disjoint and inside the range: they cover it exactly
+     * when their bytes add up to it (bgemm's C: 256 tile views, one range). */
+    const hg_range *s = &p->spans[sa->back_first];
+    run_sink k = {p, 0, 0, false, false, 0};
+    for (uint32_t i = sa->commit_first; i < sa->commit_first + sa->commit_n; i++) {
+        const stage_commit *it = &p->commits[i];
+        const hg_tensor *view =
+            it->view == STAGE_NO_VIEW ? NULL : note_view(p, &p->written[it->view]);
+        if (view == NULL || hg_tensor_is_dense(view))
+            k.bytes += it->hi - it->lo;
+        else if (tensor_for_each_run(view, sink_run, &k) != 0)
+            return NULL;
+    }
+    return k.bytes == s->hi - s->lo ? sa : NULL;
+}
+
+/* The one range of sa, device -> host buffer. */
+static int fetch_direct(stage_plan *p, hg_device *dev, const stage_arg *sa, hg_err *e)
+{
+    const hg_range *s = &p->spans[sa->back_first];
+    unsigned char *host = hg_hostbuf_data(sa->tensor.host);
+    int rc = device_copy_from(dev, host + s->lo, sa->dev_region + (s->lo - sa->lo), s->hi - s->lo,
+                              p->tally);
+    if (rc != 0)
+        return err_set(e, rc, "arg '%s': device -> host copy back failed: %s", sa->name,
+                       hg_strerror(rc));
+    p->rstats.committed_bytes += s->hi - s->lo;
+    p->direct_fetches++;
+    return 0;
+}
+
+/* Plans and fetches; with direct_ok, the one range that may land straight in
+ * the host buffer does (*direct: its arg), else everything goes to staging. */
+static int copy_back_fetch(stage_plan *p, hg_device *dev, bool direct_ok, uint32_t *norder,
+                           const stage_arg **direct, hg_err *e)
 {
     size_t total;
     *norder = 0;
     int rc = plan_fetch(p, norder, &total, e);
-    if (rc == 0)
-        rc = reserve_staging(p, total, e);
-    if (rc == 0)
+    if (rc != 0)
+        return rc;
+    *direct = direct_ok ? direct_arg(p, dev, *norder) : NULL;
+    if (*direct != NULL)
+        return fetch_direct(p, dev, *direct, e);
+    if ((rc = reserve_staging(p, total, e)) == 0)
         rc = fetch(p, dev, e);
     return rc;
 }
 
+/* The two steps never fetch straight to the host: the decide hook between
+ * them may still fail the run, and then no host byte may have changed. */
+int stage_copy_back_fetch(stage_plan *p, hg_device *dev, uint32_t *norder, hg_err *e)
+{
+    const stage_arg *direct;
+    return copy_back_fetch(p, dev, false, norder, &direct, e);
+}
+
 void stage_copy_back_commit(stage_plan *p, uint32_t norder)
 {
-    commit(p, norder);
+    commit(p, norder, false);
 }
 
 int stage_copy_back(stage_plan *p, hg_device *dev, hg_err *e)
 {
     uint32_t norder;
-    int rc = stage_copy_back_fetch(p, dev, &norder, e);
+    const stage_arg *direct;
+    int rc = copy_back_fetch(p, dev, true, &norder, &direct, e);
     if (rc == 0)
-        stage_copy_back_commit(p, norder);
+        commit(p, norder, direct != NULL);
     return rc;
 }

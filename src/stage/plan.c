@@ -34,6 +34,7 @@ void stage_plan_free(stage_plan *p)
     free(p->spans);
     free(p->span_staging);
     free(p->written);
+    free(p->strided);
     free(p->commits);
     free(p->back_order);
     free(p->batch);
@@ -210,6 +211,17 @@ static int check_aliasing(const stage_plan *p, hg_err *e)
     return 0;
 }
 
+/* A slice of len bytes at `at` or later: at the next multiple of the
+ * device's allocation piece when it would cross one and fits in one piece
+ * (a kernel arg must lie in one piece; device_alloc_piece). */
+static size_t slice_place(const stage_plan *p, size_t at, size_t len)
+{
+    size_t piece = p->piece;
+    if (piece == 0 || len == 0 || len > piece || at / piece == (at + len - 1) / piece)
+        return at;
+    return (at / piece + 1) * piece;
+}
+
 int stage_plan_layout(stage_plan *p, hg_err *e)
 {
     size_t required = 0;
@@ -218,7 +230,9 @@ int stage_plan_layout(stage_plan *p, hg_err *e)
         if (sa->kind != STAGE_SLICE)
             continue;
         size_t end;
-        sa->slice_offset = required;
+        if (p->piece != 0 && required > SIZE_MAX - p->piece)
+            return err_set(e, HG_EOVERFLOW, "arg '%s': the retained size overflows", sa->name);
+        sa->slice_offset = required = slice_place(p, required, sa->hi - sa->lo);
         if (!ck_add(required, sa->hi - sa->lo, &end) ||
             !ck_align_up(end, STAGE_SLICE_ALIGN, &required))
             return err_set(e, HG_EOVERFLOW,
@@ -233,7 +247,8 @@ int stage_plan_build(stage_plan *p, hg_device *dev, const hg_arg *args, uint32_t
 {
     p->nargs = p->nall = 0;
     p->required = 0;
-    p->nspans = p->nwritten = 0;
+    p->nspans = p->nwritten = p->nstrided = 0;
+    p->piece = device_alloc_piece(dev);
     memset(&p->rstats, 0, sizeof p->rstats);
     if (args == NULL && nargs != 0)
         return err_set(e, HG_EINVAL, "args: NULL with nargs %u", nargs);

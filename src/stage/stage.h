@@ -93,19 +93,22 @@ typedef struct stage_arg {
     uint64_t back_gen;
 } stage_arg;
 
+#define STAGE_NO_VIEW UINT32_MAX
+
 /* A view a task wrote (OUT or INOUT) of run arg `arg`: what copy-back brings
- * back, and nothing else. */
+ * back, and nothing else.  A dense view is its bytes [lo, hi) (24 bytes a
+ * note: a run of 10^6 tasks first-touches 24 MB, not the 136 MB a copy of
+ * each view took); a strided one keeps its view in p->strided[strided]. */
 typedef struct stage_written {
     uint32_t arg;
-    hg_tensor view;
-    size_t lo, hi; /* its byte extent, computed when copy-back plans */
+    uint32_t strided; /* STAGE_NO_VIEW for a dense view */
+    size_t lo, hi;    /* its byte extent in the arg's buffer */
 } stage_written;
 
 /* One item of the commit (copy-back's host half): an ordered written view
  * walked run by run (view != STAGE_NO_VIEW, an index into p->written), or
  * one byte range [lo, hi) of the merged runs of views that overlap.  The
  * items of an arg never overlap, so the commit copies each byte once. */
-#define STAGE_NO_VIEW UINT32_MAX
 typedef struct stage_commit {
     uint32_t view;
     size_t lo, hi;
@@ -131,6 +134,7 @@ typedef struct stage_residency_stats {
     uint64_t h2d_bytes_skipped; /* resident bytes not uploaded: the host did not change them */
     uint64_t d2h_bytes_skipped; /* OUT/INOUT bytes not fetched: no task wrote them */
     uint64_t committed_bytes;   /* host bytes the commit wrote: each written byte once */
+    uint64_t h2d_ns, d2h_ns;    /* time in the batched copies each way */
 } stage_residency_stats;
 
 /* One runner's staging state, reused run after run: the plan of the current
@@ -144,6 +148,7 @@ typedef struct stage_plan {
     uint32_t nall;  /* run args + scratch */
     uint32_t cap;
     size_t required;           /* retained bytes the slices need */
+    size_t piece;              /* device_alloc_piece: no slice that fits in one crosses one */
     hg_device_counters *tally; /* the runner's counters; may be NULL */
     unsigned char *staging;    /* host staging for copy-back, grow-only */
     size_t staging_cap;
@@ -158,6 +163,8 @@ typedef struct stage_plan {
     uint32_t nspans, cap_spans;
     stage_written *written; /* views tasks wrote (grouped by arg at copy-back) */
     uint32_t nwritten, cap_written;
+    hg_tensor *strided; /* the strided ones among them */
+    uint32_t nstrided, cap_strided;
     stage_commit *commits; /* the commit's items, planned before the fetch */
     uint32_t ncommits, cap_commits;
     uint32_t *back_order; /* copy-back's arg order: grouped by host buffer */
@@ -167,6 +174,7 @@ typedef struct stage_plan {
     uint64_t host_fault;
     device_copy *batch; /* the one batched copy of a stage */
     uint32_t cap_batch;
+    uint64_t direct_fetches; /* copy-backs fetched straight into the host (for tests) */
 } stage_plan;
 
 /* The runner's grow-only retained device buffer. */
@@ -237,6 +245,12 @@ int stage_resolve(const stage_plan *p, const hg_task_arg *ta, graph_targ *out, h
 /* Records that a task writes `view` of run arg `arg` (orchestration time):
  * only what tasks wrote comes back.  HG_ENOMEM. */
 int stage_note_written(stage_plan *p, uint32_t arg, const hg_tensor *view, hg_err *e);
+/* stage_note_written of a dense view's byte extent [lo, hi) (a recorded
+ * note replayed). */
+int stage_note_written_range(stage_plan *p, uint32_t arg, size_t lo, size_t hi, hg_err *e);
+/* Written note k's strided view, or NULL when it is dense (its bytes are
+ * p->written[k].lo..hi of arg p->written[k].arg). */
+const hg_tensor *stage_written_view(const stage_plan *p, uint32_t k);
 
 /* Copies back what the tasks wrote of each OUT/INOUT arg (copyback.c), all
  * or nothing: the written ranges land in host staging in one batched D2H,

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "device/device.h"
 #include "stage/stage.h"
 #include "tensor/checked.h"
@@ -118,7 +119,9 @@ int stage_upload(stage_plan *p, hg_device *dev, const stage_retained *r, hg_err 
         }
     }
     size_t done = 0;
+    const uint64_t t0 = clock_now_ns();
     int rc = device_copy_batch(dev, true, p->batch, n, p->tally, &done);
+    p->rstats.h2d_ns += clock_now_ns() - t0;
     if (rc != 0) {
         const char *name = stage_batch_arg(p, done, upload_ranges);
         return err_set(e, rc, "arg '%s': host -> device copy failed: %s", name, hg_strerror(rc));

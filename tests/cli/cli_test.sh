@@ -217,6 +217,32 @@ assert "round" in texts and any("wall time" in (t or "") for t in texts)
 assert all(m in texts for m in ("off", "pin", "in", "all"))
 EOF
 
+# ---- --replay: later rounds replay the first's graph; the table and JSON say which
+expect_rc "run --replay exits 0" 0 run bgemm --rounds 3 --residency all --replay --json "$TMP/rp.json"
+check "--replay adds the replayed column" \
+    test "$(head -n 1 "$TMP/out")" = "${HEADER%golden}replayed  golden"
+check "--replay: round 1 orchestrates, 2 and 3 replay, golden passes" \
+    test "$(grep -Ec '^1 .* no +pass$' "$TMP/out")$(grep -Ec '^[23] .* yes +pass$' "$TMP/out")" = 12
+check "--replay: JSON has replay, replayed, h2d_ms and d2h_ms" python3 - "$TMP/rp.json" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["replay"] is True
+assert [rd["replayed"] for rd in r["rounds"]] == [0, 1, 1], r["rounds"]
+assert all(rd["h2d_ms"] >= 0 and rd["d2h_ms"] >= 0 for rd in r["rounds"])
+EOF
+expect_rc "run --replay --verify exits 0" 0 run qwen3_decode --rounds 2 --residency all --replay --verify
+check "--replay --verify replays round 2" grep -Eq '^2 .* yes +pass$' "$TMP/out"
+expect_rc "compare --replay exits 0" 0 compare bgemm --rounds 2 --repeat 1 --replay --json "$TMP/cr.json"
+check "compare --replay: every mode replays its later rounds" python3 - "$TMP/cr.json" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+for mode, rep in r["modes"].items():
+    assert rep["replay"] is True, mode
+    assert [rd["replayed"] for rd in rep["rounds"]] == [0, 1], (mode, rep["rounds"])
+EOF
+expect_rc "run without --replay: no column" 0 run vector_add --rounds 1 --param n=100
+check "without --replay the header is unchanged" test "$(head -n 1 "$TMP/out")" = "$HEADER"
+
 # ---- every scene `list` prints, at its defaults: 2 rounds, golden pass, JSON
 for scene in $SCENES; do
     expect_rc "$scene compare at defaults exits 0" 0 compare "$scene" --rounds 2

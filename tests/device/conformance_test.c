@@ -228,35 +228,74 @@ TEST(opencl_specs_normalize_and_refuse_sim_keys)
     ASSERT(dev != NULL);
     ASSERT_UEQ(hg_device_capacity(dev), global);
     hg_device_close(dev);
-    char msg[256];
-    ASSERT_EQ(hg_device_open("opencl:cores=2", &dev, msg, sizeof msg), HG_EINVAL);
-    ASSERT_STR_CONTAINS(msg, "key 'cores' is not a key of device 'opencl'");
-    ASSERT_EQ(hg_device_open("sim:device=0", &dev, msg, sizeof msg), HG_EINVAL);
-    ASSERT_STR_CONTAINS(msg, "key 'device' is not a key of device 'sim'");
-    ASSERT_EQ(hg_device_open("opencl:platform=99", &dev, msg, sizeof msg), HG_ENOTFOUND);
-    ASSERT_STR_CONTAINS(msg, "platform=99");
+    /* Refused specs: another backend's keys, a missing platform, and
+     * max_alloc= (at least one HG_DEVICE_ALIGN) and queues= (1 or more). */
+    static const struct {
+        const char *spec;
+        int code;
+        const char *says;
+    } bad[] = {
+        {"opencl:cores=2", HG_EINVAL, "key 'cores' is not a key of device 'opencl'"},
+        {"sim:device=0", HG_EINVAL, "key 'device' is not a key of device 'sim'"},
+        {"opencl:platform=99", HG_ENOTFOUND, "platform=99"},
+        {"opencl:max_alloc=512", HG_EINVAL, "bad value '512' for key 'max_alloc'"},
+        {"sim:max_alloc=1M", HG_EINVAL, "key 'max_alloc' is not a key of device 'sim'"},
+        {"opencl:queues=0", HG_EINVAL, "queues=0: want 1 to 16"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char msg[256];
+        ASSERT_EQ(hg_device_open(bad[i].spec, &dev, msg, sizeof msg), bad[i].code);
+        ASSERT_STR_CONTAINS(msg, bad[i].says);
+    }
+    dev = test_backend_open("opencl", "queues=3", &skipped);
+    ASSERT(dev != NULL);
+    ASSERT_STR_EQ(hg_device_spec(dev), "opencl:platform=0,device=0,queues=3");
+    hg_device_close(dev);
 }
 
-/* No single cl_mem may exceed CL_DEVICE_MAX_MEM_ALLOC_SIZE; without
- * splitting, a larger allocation is HG_EDEVMEM naming the limit. */
-TEST(opencl_allocation_past_max_alloc_names_the_limit)
+/* No single cl_mem may exceed CL_DEVICE_MAX_MEM_ALLOC_SIZE (max_alloc=
+ * lowers it for tests): a larger allocation is pieces, and copies, batches,
+ * fills and the poison of new memory cross their boundaries unseen. */
+TEST(opencl_allocations_past_max_alloc_are_split_into_pieces)
 {
-    bool skipped;
-    hg_device *dev = test_backend_open("opencl", NULL, &skipped);
-    if (skipped)
+    if (test_backend_skipped("opencl"))
         return;
+    bool skipped;
+    hg_device *dev = test_backend_open("opencl", "mem=64M,max_alloc=4K", &skipped);
     ASSERT(dev != NULL);
+    ASSERT_STR_EQ(hg_device_spec(dev), "opencl:platform=0,device=0,mem=64M,max_alloc=4K");
+    enum { BYTES = 3 * 4096 + 1808 }; /* four pieces, the last one short */
+    static unsigned char model[BYTES], out[BYTES];
     hg_devaddr a;
-    size_t big = (size_t)hg_device_capacity(dev);
-    int rc = hg_devbuf_malloc(dev, big, &a);
-    if (rc == 0) {
-        printf("     skipped: max alloc equals global memory on this device\n");
-        hg_devbuf_free(dev, a);
-    } else {
-        ASSERT_EQ(rc, HG_EDEVMEM);
-        ASSERT_STR_CONTAINS(device_backend_errmsg(dev), "CL_DEVICE_MAX_MEM_ALLOC_SIZE");
-        ASSERT_UEQ(counters(dev).live_bytes, 0);
-    }
+    ASSERT_OK(hg_devbuf_malloc(dev, BYTES, &a));
+    ASSERT_OK(hg_devbuf_copy_from(dev, out, a, BYTES));
+    for (size_t i = 0; i < BYTES; i++)
+        ASSERT_UEQ(out[i], 0xA5); /* poisoned, every piece */
+    for (size_t i = 0; i < BYTES; i++)
+        model[i] = (unsigned char)(i * 131 + i / 4096);
+    ASSERT_OK(hg_devbuf_copy_to(dev, a, model, BYTES));
+    /* Ranges across one and across two boundaries, and one inside a piece. */
+    static const size_t at[][2] = {{4000, 200}, {100, 9000}, {8192, 4096}, {12000, 2096}};
+    device_copy batch[4];
+    static unsigned char parts[4][9000];
+    for (int i = 0; i < 4; i++)
+        batch[i] = (device_copy){parts[i], a + at[i][0], at[i][1]};
+    size_t done = 0;
+    ASSERT_OK(device_copy_batch(dev, false, batch, 4, NULL, &done));
+    ASSERT_UEQ(done, 4);
+    for (int i = 0; i < 4; i++)
+        ASSERT(memcmp(parts[i], model + at[i][0], at[i][1]) == 0);
+    /* A write across a boundary, then a fill across two. */
+    memset(parts[0], 0x3C, 300);
+    ASSERT_OK(hg_devbuf_copy_to(dev, a + 4000, parts[0], 300));
+    memset(model + 4000, 0x3C, 300);
+    ASSERT_OK(device_fill(dev, a + 4090, 0x11, 8300));
+    memset(model + 4090, 0x11, 8300);
+    ASSERT_OK(hg_devbuf_copy_from(dev, out, a, BYTES));
+    ASSERT(memcmp(out, model, BYTES) == 0);
+    ASSERT_EQ(hg_devbuf_copy_from(dev, out, a + 100, BYTES), HG_ERANGE);
+    ASSERT_UEQ(counters(dev).live_bytes, 14 * HG_DEVICE_ALIGN);
+    ASSERT_OK(hg_devbuf_free(dev, a));
     hg_device_close(dev);
 }
 

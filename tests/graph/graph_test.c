@@ -62,6 +62,8 @@ typedef struct rtask {
 typedef struct rparams {
     uint32_t ntasks;
     size_t buf_bytes, max_len;
+    size_t grid; /* when set: views start on it and span 1-3 of it, most reads are of
+                  * one range (fans of readers, split by writes) */
 } rparams;
 
 static void random_tasks(rtask *ts, const rparams *p, test_rng *rng)
@@ -72,11 +74,21 @@ static void random_tasks(rtask *ts, const rparams *p, test_rng *rng)
         for (uint32_t i = 0; i < ts[t].nargs; i++) {
             hg_devaddr base = 0x100000ull * (1 + test_rand(rng) % NBUF);
             size_t lo = test_rand(rng) % p->buf_bytes, len = test_rand(rng) % (p->max_len + 1);
+            if (p->grid != 0) {
+                lo -= lo % p->grid;
+                len = p->grid * (1 + test_rand(rng) % 3);
+            }
             if (lo + len > p->buf_bytes)
                 len = p->buf_bytes - lo;
             if (test_rand(rng) % 16 == 0)
                 len = 0; /* an empty view: never a dependency */
-            ts[t].args[i] = targ(base + lo, base + lo + len, access[test_rand(rng) % 3]);
+            hg_dir dir = access[test_rand(rng) % 3];
+            if (p->grid != 0 && dir == HG_IN && test_rand(rng) % 4 != 0) {
+                base = 0x100000ull; /* the fan: many reads of one range */
+                lo = 0;
+                len = 3 * p->grid;
+            }
+            ts[t].args[i] = targ(base + lo, base + lo + len, dir);
         }
     }
 }
@@ -218,18 +230,20 @@ static const char *build_and_check(graph *g, const rtask *ts, uint32_t n)
 TEST(random_graphs_match_brute_force)
 {
     static const rparams shapes[] = {
-        {MAX_T, 64, 16},   /* dense overlap: many conflicts */
-        {MAX_T, 1024, 64}, /* sparse: mostly independent */
-        {MAX_T, 256, 256}, /* long views spanning several records */
-        {50, 16, 4},       /* few tasks over a tiny buffer */
-        {MAX_T, 4096, 8},  /* many small records */
+        {MAX_T, 64, 16, 0},   /* dense overlap: many conflicts */
+        {MAX_T, 1024, 64, 0}, /* sparse: mostly independent */
+        {MAX_T, 256, 256, 0}, /* long views spanning several records */
+        {50, 16, 4, 0},       /* few tasks over a tiny buffer */
+        {MAX_T, 4096, 8, 0},  /* many small records */
+        {MAX_T, 128, 0, 16},  /* few distinct views: fans of readers, split by writes */
     };
+    enum { NSHAPES = sizeof shapes / sizeof shapes[0] };
     static rtask ts[MAX_T];
     graph g;
     graph_init(&g); /* one graph reused across all rounds, as the runner does */
     test_rng rng = test_seed(60);
-    for (int round = 0; round < 60; round++) {
-        const rparams *p = &shapes[round % 5];
+    for (int round = 0; round < 12 * NSHAPES; round++) {
+        const rparams *p = &shapes[round % NSHAPES];
         random_tasks(ts, p, &rng);
         graph_reset(&g);
         const char *why = build_and_check(&g, ts, p->ntasks);
@@ -243,7 +257,7 @@ TEST(reset_rebuilds_the_same_graph)
 {
     static rtask ts[MAX_T];
     static uint32_t from[1 << 16], to[1 << 16];
-    rparams p = {MAX_T, 128, 32};
+    rparams p = {MAX_T, 128, 32, 0};
     test_rng rng = test_seed(128);
     random_tasks(ts, &p, &rng);
     graph g;

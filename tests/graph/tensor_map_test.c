@@ -208,6 +208,49 @@ TEST(arg_less_submits_reserve_geometrically)
     graph_free(&g);
 }
 
+/* A fan of readers on one range (one write, then N reads of it, one or
+ * two per task): the map holds one read record for the fan, whatever N, so
+ * each read costs the same at 10^3 and 10^5 readers (it used to insert a
+ * record per read into a treap of N: work per task grew with log N).  A
+ * write over the range then depends on every reader and clears them. */
+static void build_fan(graph *g, uint32_t n, uint32_t args_per_task, graph_map_counts *c)
+{
+    graph_targ a[2];
+    hg_task_id id;
+    graph_reset(g);
+    a[0] = graph_targ_bytes(piece(0), piece(1), true, true);
+    ASSERT_OK(graph_add_task(g, &kern, a, 1, NULL, 0, NULL, 0, &id, NULL));
+    a[0] = a[1] = graph_targ_bytes(piece(0), piece(1), true, false);
+    for (uint32_t t = 1; t < n; t++)
+        ASSERT_OK(graph_add_task(g, &kern, a, args_per_task, NULL, 0, NULL, 0, &id, NULL));
+    graph_map_stats(g, c);
+}
+
+TEST(a_fan_of_readers_is_one_read_record)
+{
+    enum { N = 1000, BIG = 100 * N };
+    graph g;
+    graph_init(&g);
+    for (uint32_t per = 1; per <= 2; per++) {
+        graph_map_counts small, big;
+        build_fan(&g, N, per, &small);
+        build_fan(&g, BIG, per, &big);
+        printf("  %u arg(s) a reader: read records %u -> %u, steps/task %.2f -> %.2f\n", per,
+               small.reader_nodes, big.reader_nodes, (double)small.steps / N,
+               (double)big.steps / BIG);
+        ASSERT_EQ(big.reader_nodes, 1);
+        ASSERT_EQ(g.nedges, BIG - 1);
+        ASSERT((double)big.steps / BIG <= (double)small.steps / N + 0.01);
+        graph_targ w = graph_targ_bytes(piece(0), piece(1), false, true);
+        hg_task_id id;
+        ASSERT_OK(graph_add_task(&g, &kern, &w, 1, NULL, 0, NULL, 0, &id, NULL));
+        ASSERT_EQ(g.tasks[id].npreds, BIG - 1);
+        graph_map_stats(&g, &big);
+        ASSERT_EQ(big.reader_nodes, 0);
+    }
+    graph_free(&g);
+}
+
 int main(void)
 {
     return RUN_TESTS();

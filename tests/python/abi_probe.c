@@ -67,6 +67,9 @@ __attribute__((visibility("default"))) const hg_abi_field hg_abi_fields[] = {
     FIELD(hg_run_stats, evictions),
     FIELD(hg_run_stats, h2d_bytes_skipped),
     FIELD(hg_run_stats, d2h_bytes_skipped),
+    FIELD(hg_run_stats, h2d_ns),
+    FIELD(hg_run_stats, d2h_ns),
+    FIELD(hg_run_stats, replayed),
     FIELD(hg_run_stats, net_bytes),
     FIELD(hg_run_stats, net_ns),
     SIZE(hg_device_counters),
@@ -103,6 +106,7 @@ __attribute__((visibility("default"))) const hg_abi_field hg_abi_fields[] = {
     FIELD(hg_scene_opts, repeat),
     FIELD(hg_scene_opts, warmup),
     FIELD(hg_scene_opts, cancel),
+    FIELD(hg_scene_opts, replay),
 };
 
 __attribute__((visibility("default"))) const size_t hg_abi_num_fields =

@@ -151,6 +151,27 @@ def test_stats_fields_are_the_reports(runner):
     assert set(hg.RunStats.JSON_FIELDS) <= set(hg.RunStats.__dataclass_fields__)
 
 
+def test_replay_from_python():
+    report = hg.run_scene("bgemm", rounds=3, residency="all", replay=True)
+    assert report["replay"] is True
+    assert [r["replayed"] for r in report["rounds"]] == [0, 1, 1]
+    with hg.SceneCase("bgemm") as case, hg.Device("sim") as dev, \
+            hg.Runner(dev, replay=True) as runner:
+        assert runner.replay
+        first = runner.run(case.callable, case.args)
+        ok, why = case.check()
+        assert ok, why
+        second = runner.run(case.callable, case.args)  # accumulates into C again
+        assert (first.replayed, second.replayed) == (0, 1)
+        assert second.tasks == first.tasks and runner.replay_bytes > 0
+        assert second.h2d_ms >= 0 and second.d2h_ms >= 0
+        runner.invalidate_replay()
+        assert runner.replay_bytes == 0
+        assert runner.run(case.callable, case.args).replayed == 0
+    with hg.Device("sim") as dev, hg.Runner(dev) as runner:
+        assert not runner.replay
+
+
 def test_a_callable_from_the_example_shared_object(example_lib):
     c = hg.load_callable(example_lib, "hg_example_gemv")
     assert c.name == "gemv" and "example_gemv" in repr(c)

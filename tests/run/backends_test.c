@@ -1,8 +1,8 @@
 /*
  * backends_test.c: a run gives the same host results on every backend
  * (test_device.h's list; opencl skipped with "skipped: no OpenCL platform"
- * where there is none), in every residency mode (vector_add and bgemm, the
- * scenes with an OpenCL slot so far), and every allocation and
+ * where there is none), in every residency mode (vector_add and bgemm here;
+ * tests/scene/backends_scene_test.c runs every scene), and every allocation and
  * copy of a run can fail cleanly on each (fault_test's sweep, on a
  * vector_add case: ragged tiles, an OUT arg copied back).
  */
@@ -49,12 +49,8 @@ TEST(scenes_pass_golden_on_every_backend_and_mode)
         uint32_t nparams;
     } scenes[] = {{"vector_add", case_params, 2}, {"bgemm", bgemm_params, 3}};
     for (size_t b = 0; b < TEST_NBACKENDS; b++) {
-        bool skipped;
-        hg_device *probe = test_backend_open(test_backends[b], NULL, &skipped);
-        if (skipped)
+        if (test_backend_skipped(test_backends[b]))
             continue;
-        ASSERT(probe != NULL);
-        hg_device_close(probe);
         for (size_t i = 0; i < 2 * 4; i++) {
             size_t m = i % 4, sc = i / 4;
             hg_scene_opts o = {.scene = scenes[sc].scene,
@@ -71,23 +67,6 @@ TEST(scenes_pass_golden_on_every_backend_and_mode)
                            test_backends[b], modes[m], rc, msg);
         }
     }
-}
-
-/* A scene whose kernels have no OpenCL slot yet fails its first round on
- * opencl naming the kernel and the device, not with a crash or wrong bytes. */
-TEST(a_scene_without_opencl_kernels_says_so_on_opencl)
-{
-    bool skipped;
-    hg_device *probe = test_backend_open("opencl", NULL, &skipped);
-    if (skipped)
-        return;
-    ASSERT(probe != NULL);
-    hg_device_close(probe);
-    hg_scene_opts o = {.scene = "paged_attention", .device = "opencl"};
-    char msg[512] = "";
-    ASSERT_EQ(hg_scene_run(&o, msg, sizeof msg), HG_SCENE_RUNTIME);
-    ASSERT_STR_CONTAINS(msg, "has no OpenCL slot");
-    ASSERT_STR_CONTAINS(msg, "opencl:platform=0,device=0");
 }
 
 /* Round after round, staged and resident, the host bytes of c are the same
@@ -196,12 +175,8 @@ static void measure(const char *backend, bool warm, uint64_t *allocs, uint64_t *
 TEST(every_allocation_and_copy_can_fail_cleanly_on_every_backend)
 {
     for (size_t b = 0; b < TEST_NBACKENDS; b++) {
-        bool skipped;
-        hg_device *probe = test_backend_open(test_backends[b], NULL, &skipped);
-        if (skipped)
+        if (test_backend_skipped(test_backends[b]))
             continue;
-        ASSERT(probe != NULL);
-        hg_device_close(probe);
         for (int warm = 0; warm < 2; warm++) {
             uint64_t allocs, copies;
             measure(test_backends[b], warm, &allocs, &copies);

@@ -6,7 +6,8 @@
  * handed out the same addresses, so a view of device A's memory resolved
  * into device B's resident copy and the kernel overwrote it), runtime-owned
  * memory (a resident copy, the retained buffer, pooled scratch), a freed
- * allocation.  A zero-byte view stays valid at any address.
+ * allocation.  A zero-byte view stays valid at any address.  Every test runs
+ * once per backend (test_device.h).
  */
 #include <string.h>
 
@@ -16,7 +17,7 @@
 #include "test_orch.h"
 #include "testlib.h"
 
-enum { BYTES = 4096, REGION_SHIFT = 48 };
+enum { BYTES = 4096 };
 
 /* out = in, byte for byte; args: in, out. */
 static int k_copy(const hg_kernel_ctx *ctx)
@@ -33,8 +34,17 @@ static int k_fill77(const hg_kernel_ctx *ctx)
     return 0;
 }
 
-static const hg_kernel K_COPY = {"copy", k_copy, HG_CORE_VECTOR, NULL, NULL};
-static const hg_kernel K_FILL77 = {"fill77", k_fill77, HG_CORE_VECTOR, NULL, NULL};
+/* On OpenCL one work item per byte of out; an empty out launches nothing. */
+static const hg_kernel K_COPY = {
+    "copy", k_copy, HG_CORE_VECTOR,
+    "__kernel void copy(HG_STATUS_ARGS, HG_TENSOR(uchar, in), HG_TENSOR(uchar, out))\n"
+    "{ size_t i = get_global_id(0); HG_PTR(out)[i] = HG_PTR(in)[i]; }",
+    "copy"};
+static const hg_kernel K_FILL77 = {
+    "fill77", k_fill77, HG_CORE_VECTOR,
+    "__kernel void fill77(HG_STATUS_ARGS, HG_TENSOR(uchar, in), HG_TENSOR(uchar, out))\n"
+    "{ HG_PTR(out)[get_global_id(0)] = 0x77; }",
+    "fill77"};
 
 /* Submits `user` (a kernel) over args 0 (IN) and 1 (OUT); with a third arg,
  * also takes scratch, so the runner pools some. */
@@ -141,11 +151,11 @@ typedef struct fixture {
     hg_hostbuf *w, *out;
 } fixture;
 
-static bool fixture_open(fixture *f)
+static bool fixture_open(fixture *f, const char *backend)
 {
     memset(f, 0, sizeof *f);
-    f->dev = test_device_open("sim:cores=1");
-    f->other = test_device_open("sim:cores=1");
+    f->dev = test_device_on(backend, "cores=1");
+    f->other = test_device_on(backend, "cores=1");
     return f->dev != NULL && f->other != NULL && hg_runner_open(f->dev, &f->r) == 0 &&
            (f->w = pattern_buffer()) != NULL && (f->out = pattern_buffer()) != NULL;
 }
@@ -159,10 +169,10 @@ static void fixture_close(fixture *f)
     hg_device_close(f->dev);
 }
 
-TEST(another_devices_view_is_refused_and_leaves_the_resident_copy_alone)
+TEST_EACH_BACKEND(another_devices_view_is_refused_and_leaves_the_resident_copy_alone)
 {
     fixture f;
-    ASSERT(fixture_open(&f));
+    ASSERT(fixture_open(&f, backend));
     hg_device *a = f.other, *b = f.dev;
     hg_runner *r = f.r;
     hg_hostbuf *w = f.w;
@@ -175,19 +185,20 @@ TEST(another_devices_view_is_refused_and_leaves_the_resident_copy_alone)
     hg_devaddr copy_addr;
     ASSERT_UEQ(runtime_allocs(b, u, &u, 1, &copy_addr, 1), 1); /* the resident copy */
 
-    /* On a: a user buffer at the resident copy's offset in its device (the
-     * same address, when every device handed out the same ones). */
+    /* On a: a user buffer at the resident copy's offset from the first
+     * allocation of its device (the same address, when every device handed
+     * out the same ones). */
     hg_devaddr a_first, pad = 0, view;
     ASSERT_OK(hg_devbuf_malloc(a, 1, &a_first));
     ASSERT_OK(hg_devbuf_free(a, a_first));
-    ASSERT_UEQ(a_first & ((1ull << REGION_SHIFT) - 1), 0); /* the start of a's region */
-    const uint64_t offset = copy_addr & ((1ull << REGION_SHIFT) - 1);
-    ASSERT_OK(place_at(a, a_first + offset, &pad, &view));
+    ASSERT_OK(place_at(a, a_first + (copy_addr - u), &pad, &view));
     hg_arg bad[2] = {host_arg("w", HG_IN, w, HG_RESIDENT), dev_arg("dv", HG_OUT, view, BYTES)};
     hg_callable fill = {"fill", orch_pair, (void *)&K_FILL77};
     ASSERT_EQ(hg_runner_run(r, &fill, bad, 2, NULL), HG_ERANGE);
     ASSERT_STR_CONTAINS(hg_runner_errmsg(r), "arg 'dv'");
-    ASSERT_STR_CONTAINS(hg_runner_errmsg(r), "not in a user allocation of device sim:cores=1");
+    char where[128];
+    snprintf(where, sizeof where, "not in a user allocation of device %s", hg_device_spec(b));
+    ASSERT_STR_CONTAINS(hg_runner_errmsg(r), where);
     ASSERT_STR_CONTAINS(hg_runner_errmsg(r), "another device's");
 
     /* b's resident copy is untouched: the next run hits on w's bytes. */
@@ -200,10 +211,10 @@ TEST(another_devices_view_is_refused_and_leaves_the_resident_copy_alone)
     fixture_close(&f);
 }
 
-TEST(runtime_owned_memory_is_refused_as_a_device_view_and_by_devbuf_calls)
+TEST_EACH_BACKEND(runtime_owned_memory_is_refused_as_a_device_view_and_by_devbuf_calls)
 {
     fixture f;
-    ASSERT(fixture_open(&f));
+    ASSERT(fixture_open(&f, backend));
     hg_device *dev = f.dev;
     hg_runner *r = f.r;
     hg_hostbuf *w = f.w, *out = f.out;
@@ -241,10 +252,10 @@ TEST(runtime_owned_memory_is_refused_as_a_device_view_and_by_devbuf_calls)
     fixture_close(&f);
 }
 
-TEST(freed_allocation_is_refused_and_zero_byte_views_go_anywhere)
+TEST_EACH_BACKEND(freed_allocation_is_refused_and_zero_byte_views_go_anywhere)
 {
     fixture f;
-    ASSERT(fixture_open(&f));
+    ASSERT(fixture_open(&f, backend));
     hg_device *dev = f.dev, *other = f.other;
     hg_runner *r = f.r;
     hg_hostbuf *w = f.w;
@@ -266,10 +277,10 @@ TEST(freed_allocation_is_refused_and_zero_byte_views_go_anywhere)
     fixture_close(&f);
 }
 
-TEST(devbuf_calls_refuse_another_devices_address)
+TEST_EACH_BACKEND(devbuf_calls_refuse_another_devices_address)
 {
     fixture f;
-    ASSERT(fixture_open(&f));
+    ASSERT(fixture_open(&f, backend));
     hg_device *a = f.other, *b = f.dev;
     hg_devaddr x, y;
     ASSERT_OK(hg_devbuf_malloc(a, BYTES, &x));

@@ -6,11 +6,13 @@
  * message, leave no device memory but what the runner holds (retained
  * buffer, pooled scratch), change no host byte of C (copy-back is all or
  * nothing, so not even a fault inside copy-back may), and the next run must
- * pass golden.
+ * pass golden.  Every sweep runs once per backend (test_device.h): a fault
+ * on OpenCL behaves exactly as on the sim.
  */
 #include <string.h>
 
 #include "scene/scene.h"
+#include "test_device.h"
 #include "testlib.h"
 
 typedef struct counts {
@@ -51,12 +53,12 @@ static int run_once(hg_runner *r, scene_case *c, hg_run_stats *s)
 }
 
 /* One faulted run and its recovery; returns 0 when all held, else a line. */
-static const char *fault_once(hg_fault kind, uint64_t k, bool warm)
+static const char *fault_once(const char *backend, hg_fault kind, uint64_t k, bool warm)
 {
     hg_device *dev;
     hg_runner *r;
     scene_case *c = make_bgemm();
-    if (c == NULL || hg_device_open("sim:cube=1,vector=2", &dev, NULL, 0) != 0)
+    if (c == NULL || (dev = test_device_on(backend, "cube=1,vector=2")) == NULL)
         return "setup";
     if (hg_runner_open(dev, &r) != 0)
         return "runner";
@@ -95,13 +97,13 @@ static const char *fault_once(hg_fault kind, uint64_t k, bool warm)
     return bad;
 }
 
-static counts measure(bool warm)
+static counts measure(const char *backend, bool warm)
 {
     counts n = {0, 0};
     hg_device *dev;
     hg_runner *r;
     scene_case *c = make_bgemm();
-    if (c == NULL || hg_device_open("sim:cube=1,vector=2", &dev, NULL, 0) != 0)
+    if (c == NULL || (dev = test_device_on(backend, "cube=1,vector=2")) == NULL)
         return n;
     hg_runner_open(dev, &r);
     hg_run_stats s;
@@ -117,33 +119,86 @@ static counts measure(bool warm)
     return n;
 }
 
-static void sweep(bool warm)
+static void sweep(const char *backend, bool warm)
 {
-    counts n = measure(warm);
+    counts n = measure(backend, warm);
     /* A warm run reuses the retained buffer and the pooled scratch: it
      * allocates nothing, so only its copies can fail. */
     ASSERT_UEQ(n.allocs, warm ? 0 : 2);
     ASSERT_UGE(n.copies, 2);
     for (uint64_t k = 1; k <= n.allocs; k++) {
-        const char *bad = fault_once(HG_FAULT_ALLOC, k, warm);
+        const char *bad = fault_once(backend, HG_FAULT_ALLOC, k, warm);
         if (bad)
             TEST_FAIL_("alloc fault %llu (warm %d): %s", (unsigned long long)k, warm, bad);
     }
     for (uint64_t k = 1; k <= n.copies; k++) {
-        const char *bad = fault_once(HG_FAULT_COPY, k, warm);
+        const char *bad = fault_once(backend, HG_FAULT_COPY, k, warm);
         if (bad)
             TEST_FAIL_("copy fault %llu (warm %d): %s", (unsigned long long)k, warm, bad);
     }
 }
 
-TEST(every_allocation_and_copy_of_a_first_bgemm_run_can_fail_cleanly)
+TEST_EACH_BACKEND(every_allocation_and_copy_of_a_first_bgemm_run_can_fail_cleanly)
 {
-    sweep(false);
+    sweep(backend, false);
 }
 
-TEST(every_allocation_and_copy_of_a_later_bgemm_run_can_fail_cleanly)
+TEST_EACH_BACKEND(every_allocation_and_copy_of_a_later_bgemm_run_can_fail_cleanly)
 {
-    sweep(true);
+    sweep(backend, true);
+}
+
+/* The spec keys fail_alloc=K and fail_copy=K fail the same step of a first
+ * bgemm run on every backend, with the same code and message as on the
+ * sim, and the device then works (the fault fires once). */
+typedef struct keyed_outcome {
+    int rc, next_rc;
+    char msg[160];
+} keyed_outcome;
+
+static void keyed_run(const char *backend, const char *key, uint64_t k, keyed_outcome *out)
+{
+    char keys[64];
+    snprintf(keys, sizeof keys, "cube=1,vector=2,%s=%llu", key, (unsigned long long)k);
+    memset(out, 0, sizeof *out);
+    out->rc = out->next_rc = 1;
+    hg_device *dev = test_device_on(backend, keys);
+    scene_case *c = make_bgemm();
+    hg_runner *r;
+    if (dev != NULL && c != NULL && hg_runner_open(dev, &r) == 0) {
+        out->rc = run_once(r, c, NULL);
+        snprintf(out->msg, sizeof out->msg, "%s", hg_runner_errmsg(r));
+        out->next_rc = run_once(r, c, NULL);
+        hg_runner_close(r);
+    }
+    scene_case_destroy(c);
+    hg_device_close(dev);
+}
+
+TEST(fault_keys_fail_the_same_step_on_every_backend_as_on_the_sim)
+{
+    static const char *const keys[2] = {"fail_alloc", "fail_copy"};
+    counts n = measure("sim", false);
+    ASSERT_UGT(n.copies, 0);
+    for (int kind = 0; kind < 2; kind++) {
+        uint64_t steps = kind == 0 ? n.allocs : n.copies;
+        for (uint64_t k = 1; k <= steps; k++) {
+            keyed_outcome sim;
+            keyed_run("sim", keys[kind], k, &sim);
+            ASSERT_EQ(sim.rc, kind == 0 ? HG_EDEVMEM : HG_ECOPY);
+            ASSERT_OK(sim.next_rc);
+            for (size_t b = 1; b < TEST_NBACKENDS; b++) {
+                if (!test_backend_available(b))
+                    continue;
+                keyed_outcome other;
+                keyed_run(test_backends[b], keys[kind], k, &other);
+                if (other.rc != sim.rc || other.next_rc != 0 || strcmp(other.msg, sim.msg) != 0)
+                    TEST_FAIL_("%s=%llu on %s: rc %d then %d, \"%s\"; on sim: rc %d, \"%s\"",
+                               keys[kind], (unsigned long long)k, test_backends[b], other.rc,
+                               other.next_rc, other.msg, sim.rc, sim.msg);
+            }
+        }
+    }
 }
 
 int main(void)

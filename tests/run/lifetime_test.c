@@ -9,7 +9,11 @@
  * writes the wrong name, deterministically, without any sanitizer.  One
  * record lives on a helper's stack frame that has returned before execution
  * (ASan's stack-use-after-return catches a runtime that kept it), and one
- * name is freed after the run, before the trace is written.
+ * name is freed after the run, before the trace is written.  The runs go
+ * once per backend (test_device.h): a record's OpenCL slot (source text and
+ * entry point) lives in the same dying block, overwritten with another
+ * valid kernel, so on OpenCL too a kept pointer is a wrong answer.  The
+ * kernel-call counts and per-task trace spans are the sim's to check.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,11 +49,23 @@ static int k_wrong(const hg_kernel_ctx *ctx)
     return 0;
 }
 
-/* A kernel record and its name in one heap block, as a helper that builds
- * its record on the fly would hold them. */
+/* The two kernels on OpenCL, of the same length so one overwrites the
+ * other in place. */
+static const char PLUS_ONE_CL[] =
+    "__kernel void plus_one(HG_STATUS_ARGS, HG_TENSOR(float, in), HG_TENSOR(float, out))\n"
+    "{ size_t i = get_global_id(0); HG_PTR(out)[i] = HG_PTR(in)[i] + 1.0f; }\n";
+static const char WRONG_CL[] =
+    "__kernel void wrong_on(HG_STATUS_ARGS, HG_TENSOR(float, in), HG_TENSOR(float, out))\n"
+    "{ size_t i = get_global_id(0); HG_PTR(out)[i] = HG_PTR(in)[i] - 1.0f; }\n";
+_Static_assert(sizeof PLUS_ONE_CL == sizeof WRONG_CL, "one overwrites the other");
+
+/* A kernel record, its name and its OpenCL slot in one heap block, as a
+ * helper that builds its record on the fly would hold them. */
 typedef struct heap_kernel {
     hg_kernel record;
     char name[32];
+    char source[sizeof PLUS_ONE_CL];
+    char entry[16];
 } heap_kernel;
 
 /* Overwritten records, freed after the run (so that reading one is a wrong
@@ -77,10 +93,14 @@ static int submit_from_dying_record(hg_orch *o, const char *name, uint32_t tasks
             return hg_orch_fail(o, HG_ENOMEM, "test: out of memory");
         dead[ndead++] = hk;
         snprintf(hk->name, sizeof hk->name, "%s", name);
-        hk->record = (hg_kernel){hk->name, k_plus_one, HG_CORE_VECTOR, NULL, NULL};
+        memcpy(hk->source, PLUS_ONE_CL, sizeof PLUS_ONE_CL);
+        snprintf(hk->entry, sizeof hk->entry, "plus_one");
+        hk->record = (hg_kernel){hk->name, k_plus_one, HG_CORE_VECTOR, hk->source, hk->entry};
         hg_task_desc d = {&hk->record, ta, 2, NULL, 0, NULL, 0};
         int rc = hg_task_submit(o, &d, NULL);
-        hk->record = (hg_kernel){"garbage", k_wrong, HG_CORE_VECTOR, NULL, NULL};
+        memcpy(hk->source, WRONG_CL, sizeof WRONG_CL);
+        snprintf(hk->entry, sizeof hk->entry, "wrong_on");
+        hk->record = (hg_kernel){"garbage", k_wrong, HG_CORE_VECTOR, hk->source, hk->entry};
         memset(hk->name, 'X', sizeof hk->name - 1);
         hk->name[sizeof hk->name - 1] = '\0';
         if (rc != 0)
@@ -104,9 +124,11 @@ static __attribute__((noinline)) int submit_from_stack_record(hg_orch *o)
 {
     hg_task_arg ta[2];
     test_pair_args(o, ta);
-    char name[32];
+    char name[32], source[sizeof PLUS_ONE_CL], entry[16];
     snprintf(name, sizeof name, "stack_kernel");
-    hg_kernel record = {name, k_plus_one, HG_CORE_VECTOR, NULL, NULL};
+    memcpy(source, PLUS_ONE_CL, sizeof source);
+    snprintf(entry, sizeof entry, "plus_one");
+    hg_kernel record = {name, k_plus_one, HG_CORE_VECTOR, source, entry};
     hg_task_desc d = {&record, ta, 2, NULL, 0, NULL, 0};
     return hg_task_submit(o, &d, NULL);
 }
@@ -141,11 +163,11 @@ typedef struct fixture {
     hg_trace *trace;
 } fixture;
 
-static int fixture_open(fixture *f)
+static int fixture_open(fixture *f, const char *backend)
 {
     memset(f, 0, sizeof *f);
     size_t shape[1] = {N};
-    f->dev = test_device_open("sim:cores=2");
+    f->dev = test_device_on(backend, "cores=2");
     if (f->dev == NULL || hg_runner_open(f->dev, &f->runner) ||
         hg_hostbuf_create(N * sizeof(float), &f->in) ||
         hg_hostbuf_create(N * sizeof(float), &f->out) || hg_trace_create(&f->trace))
@@ -195,39 +217,41 @@ static char *read_file(const char *path)
     return buf;
 }
 
-TEST(kernel_record_may_die_when_submit_returns)
+TEST_EACH_BACKEND(kernel_record_may_die_when_submit_returns)
 {
     fixture f;
-    ASSERT_OK(fixture_open(&f));
+    ASSERT_OK(fixture_open(&f, backend));
     hg_callable c = {"dying", orch_dying_record, "plus_one"};
     ASSERT_OK(hg_runner_run(f.runner, &c, f.args, 2, NULL));
-    ASSERT_EQ(wrong_runs, 0);
-    ASSERT_EQ(right_runs, 1);
+    if (test_backend_is_sim(backend)) {
+        ASSERT_EQ(wrong_runs, 0);
+        ASSERT_EQ(right_runs, 1);
+    }
     ASSERT(out_is_in_plus_one(&f));
     fixture_close(&f);
 }
 
-TEST(kernel_record_on_a_returned_stack_frame)
+TEST_EACH_BACKEND(kernel_record_on_a_returned_stack_frame)
 {
     fixture f;
-    ASSERT_OK(fixture_open(&f));
+    ASSERT_OK(fixture_open(&f, backend));
     hg_callable c = {"stack", orch_stack_record, NULL};
     ASSERT_OK(hg_runner_run(f.runner, &c, f.args, 2, NULL));
-    ASSERT_EQ(right_runs, 1);
+    ASSERT_EQ(right_runs, test_backend_is_sim(backend) ? 1 : 0);
     ASSERT(out_is_in_plus_one(&f));
     fixture_close(&f);
 }
 
-TEST(trace_keeps_a_kernel_name_freed_after_the_run)
+TEST_EACH_BACKEND(trace_keeps_a_kernel_name_freed_after_the_run)
 {
     fixture f;
-    ASSERT_OK(fixture_open(&f));
+    ASSERT_OK(fixture_open(&f, backend));
     char *name = strdup("heap_named_kernel");
     ASSERT(name != NULL);
-    hg_kernel record = {name, k_plus_one, HG_CORE_VECTOR, NULL, NULL};
+    hg_kernel record = {name, k_plus_one, HG_CORE_VECTOR, PLUS_ONE_CL, "plus_one"};
     hg_callable c = {"named", orch_record, &record};
     ASSERT_OK(hg_runner_run(f.runner, &c, f.args, 2, NULL));
-    ASSERT_EQ(right_runs, 1);
+    ASSERT(out_is_in_plus_one(&f));
     memset(name, 'Y', strlen(name));
     free(name);
     char path[] = "/tmp/hg_lifetime_trace_XXXXXX";
@@ -237,24 +261,28 @@ TEST(trace_keeps_a_kernel_name_freed_after_the_run)
     const char *json = read_file(path);
     remove(path);
     ASSERT(json != NULL);
-    ASSERT_STR_CONTAINS(json, "\"name\":\"heap_named_kernel\"");
+    if (test_backend_is_sim(backend)) /* OpenCL has no per-task spans yet (ARCHITECTURE) */
+        ASSERT_STR_CONTAINS(json, "\"name\":\"heap_named_kernel\"");
     ASSERT(strstr(json, "YYYY") == NULL);
     fixture_close(&f);
 }
 
-TEST(one_kernel_name_is_stored_once_however_many_tasks)
+TEST_EACH_BACKEND(one_kernel_name_is_stored_once_however_many_tasks)
 {
     fixture f;
-    ASSERT_OK(fixture_open(&f));
+    ASSERT_OK(fixture_open(&f, backend));
     hg_callable c = {"many", orch_many_tasks, "one_name"};
     ASSERT_OK(hg_runner_run(f.runner, &c, f.args, 2, NULL));
     free_dead();
     hg_callable c2 = {"many", orch_many_tasks, "another_name"};
     ASSERT_OK(hg_runner_run(f.runner, &c2, f.args, 2, NULL));
-    ASSERT_EQ(wrong_runs, 0);
-    ASSERT_EQ(right_runs, 2000);
-    ASSERT_UEQ(hg_trace_num_task_spans(f.trace), 2000);
-    ASSERT_UEQ(trace_num_names(f.trace), 2); /* 2000 spans, 2 distinct names */
+    ASSERT(out_is_in_plus_one(&f));
+    if (test_backend_is_sim(backend)) { /* OpenCL has no per-task spans yet */
+        ASSERT_EQ(wrong_runs, 0);
+        ASSERT_EQ(right_runs, 2000);
+        ASSERT_UEQ(hg_trace_num_task_spans(f.trace), 2000);
+        ASSERT_UEQ(trace_num_names(f.trace), 2); /* 2000 spans, 2 distinct names */
+    }
     fixture_close(&f);
 }
 

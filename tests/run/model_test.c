@@ -29,7 +29,11 @@
  * them off.
  *
  *     HG_MODEL_OPS=N   operations (default 100000; the soak label runs more)
+ *     HG_MODEL_OPENCL_OPS=N  on OpenCL (default 500: a run there costs a
+ *                      launch and a wait on a real queue, ~50x the sim's;
+ *                      the soak label runs 20000)
  *     HG_TEST_SEED=S   replays a failing sequence
+ * The sequence runs once per backend (test_device.h).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -65,7 +69,7 @@ static int orch_model(hg_orch *o, void *user)
             return rc;
         dirs[i] = a->dir;
     }
-    hg_task_desc d = {&K_MODEL, ta, n, dirs, n, NULL, 0};
+    hg_task_desc d = {model_kernel(n), ta, n, dirs, n, NULL, 0};
     return hg_task_submit(o, &d, NULL);
 }
 
@@ -92,6 +96,7 @@ typedef struct model {
     copy_key keys[NRUNNER][MAX_KEYS];
     uint32_t nkeys[NRUNNER];
     bool bug1, bug7;
+    bool queue; /* an OpenCL device: see first_write_nonempty */
     test_rng rng;
     uint64_t runs, failed_runs, hits, evictions, staged, stale, rewraps;
 } model;
@@ -241,6 +246,32 @@ static void host_write(model *m)
     hg_hostbuf_write(m->oracle.buf[i], lo, src, len);
 }
 
+/* Known defect (reported by h-cts; staging_test's
+ * a_task_whose_first_written_arg_is_empty_still_writes_the_others): on
+ * OpenCL a task whose first written arg is empty is not launched at all
+ * (hostgraph.h's work size rule), so its other written args keep poison
+ * while the sim writes them.  Until it is fixed, an OpenCL run puts a
+ * non-empty written arg first (a swap of two args: the sim's sequence is
+ * unchanged). */
+static void first_write_nonempty(hg_arg *sub, hg_arg *ora, task_cut *tc, uint32_t n)
+{
+    uint32_t first = n;
+    for (uint32_t k = 0; k < n && first == n; k++)
+        first = sub[k].dir != HG_IN ? k : n;
+    for (uint32_t k = first + 1; first < n && tc->cut[first].lo == tc->cut[first].hi && k < n;
+         k++) {
+        if (sub[k].dir == HG_IN || tc->cut[k].lo == tc->cut[k].hi)
+            continue;
+        hg_arg s = sub[k], o = ora[k];
+        hg_range c = tc->cut[k];
+        sub[k] = sub[first], ora[k] = ora[first], tc->cut[k] = tc->cut[first];
+        sub[first] = s, ora[first] = o, tc->cut[first] = c;
+        const char *name = sub[k].name;
+        sub[k].name = ora[k].name = sub[first].name;
+        sub[first].name = ora[first].name = name;
+    }
+}
+
 /* Random args over distinct buffers (so written args never alias), and the
  * sub-range of each that the task touches. */
 static uint32_t make_args(model *m, hg_arg *sub, hg_arg *ora, task_cut *tc, bool views)
@@ -277,6 +308,8 @@ static uint32_t make_args(model *m, hg_arg *sub, hg_arg *ora, task_cut *tc, bool
         }
         tc->cut[k] = (hg_range){a, b};
     }
+    if (m->queue)
+        first_write_nonempty(sub, ora, tc, n);
     return n;
 }
 
@@ -452,14 +485,15 @@ static const char *stale_probe(model *m, snapshot *before)
     return m->stale > stale || declared_too ? NULL : "verify mode missed a write behind the API";
 }
 
-static int model_open(model *m, uint64_t seed)
+static int model_open(model *m, const char *backend, uint64_t seed)
 {
     memset(m, 0, sizeof *m);
     m->rng = test_seed(seed);
     m->bug1 = known_bug(1);
     m->bug7 = known_bug(7);
-    m->dev[0] = test_device_open("sim:cores=2,mem=64K");
-    m->dev[1] = test_device_open("sim:cores=1,mem=64K");
+    m->queue = !test_backend_is_sim(backend);
+    m->dev[0] = test_device_on(backend, "cores=2,mem=64K");
+    m->dev[1] = test_device_on(backend, "cores=1,mem=64K");
     for (int r = 0; r < NRUNNER; r++)
         if (m->dev[r] == NULL || hg_runner_open(m->dev[r], &m->subject.r[r]))
             return -1;
@@ -489,13 +523,14 @@ static void model_close(model *m)
         hg_device_close(m->dev[r]);
 }
 
-TEST(residency_matches_an_oracle_that_stages_everything)
+TEST_EACH_BACKEND(residency_matches_an_oracle_that_stages_everything)
 {
-    const char *env = getenv("HG_MODEL_OPS");
-    const uint64_t ops = env && *env ? strtoull(env, NULL, 10) : 100000;
+    bool sim = test_backend_is_sim(backend);
+    const char *env = getenv(sim ? "HG_MODEL_OPS" : "HG_MODEL_OPENCL_OPS");
+    const uint64_t ops = env && *env ? strtoull(env, NULL, 10) : sim ? 100000 : 500;
     static model m;
     static snapshot before;
-    ASSERT_OK(model_open(&m, 20261130));
+    ASSERT_OK(model_open(&m, backend, 20261130));
     for (uint64_t op = 0; op < ops; op++) {
         uint32_t what = pick(&m, 100);
         const char *bad = NULL;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "device/device.h"
+#include "one_arg.h"
 #include "test_device.h"
 #include "testlib.h"
 
@@ -62,32 +63,16 @@ static int orchestrate(hg_orch *o, void *user)
     return rc;
 }
 
-typedef struct fixture {
-    hg_device *dev;
-    hg_runner *r;
-    hg_hostbuf *hb;
-    hg_arg arg;
-} fixture;
+typedef test_one_arg fixture;
 
 static bool fixture_open(fixture *f, const char *backend)
 {
-    bool skipped;
-    memset(f, 0, sizeof *f);
-    f->dev = test_backend_open(backend, NULL, &skipped);
-    if (f->dev == NULL)
-        return false;
-    size_t shape = N;
-    if (hg_runner_open(f->dev, &f->r) != 0 || hg_hostbuf_create(N * sizeof(int), &f->hb) != 0)
-        return false;
-    f->arg = (hg_arg){.name = "x", .dir = HG_INOUT};
-    return hg_tensor_host(&f->arg.tensor, f->hb, HG_I32, 1, &shape) == 0;
+    return test_one_arg_open(f, backend, NULL, N);
 }
 
 static void fixture_close(fixture *f)
 {
-    hg_runner_close(f->r);
-    hg_hostbuf_destroy(f->hb);
-    hg_device_close(f->dev);
+    test_one_arg_close(f);
 }
 
 static int run(fixture *f, plan *p, hg_run_stats *s)
@@ -99,12 +84,8 @@ static int run(fixture *f, plan *p, hg_run_stats *s)
 /* Skips (printing why) unless an OpenCL device opens. */
 #define NEED_OPENCL()                                                                              \
     do {                                                                                           \
-        bool skipped_;                                                                             \
-        hg_device *d_ = test_backend_open("opencl", NULL, &skipped_);                              \
-        if (skipped_)                                                                              \
+        if (test_backend_skipped("opencl"))                                                        \
             return;                                                                                \
-        ASSERT(d_ != NULL);                                                                        \
-        hg_device_close(d_);                                                                       \
     } while (0)
 
 TEST(opencl_tasks_run_in_order_with_views_and_scalars)
@@ -206,6 +187,17 @@ TEST(a_build_error_reports_the_compiler_log)
     ASSERT_EQ(run(&f, &p, NULL), HG_EINVAL);
     ASSERT_STR_CONTAINS(hg_runner_errmsg(f.r), "does not build");
     ASSERT_STR_CONTAINS(hg_runner_errmsg(f.r), "undeclared_thing");
+    /* Thirty errors: the message has the log's first lines, not all of it. */
+    char many[2048] = "__kernel void inc(HG_STATUS_ARGS) {\n";
+    for (int i = 0; i < 30; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "  undeclared_%02d = 1;\n", i);
+    strcat(many, "}\n");
+    p.kernel[0] = (hg_kernel){"many", NULL, HG_CORE_VECTOR, many, "inc"};
+    ASSERT_EQ(run(&f, &p, NULL), HG_EINVAL);
+    ASSERT_STR_CONTAINS(hg_runner_errmsg(f.r), "undeclared_00");
+    ASSERT(strstr(hg_runner_errmsg(f.r), "undeclared_29") == NULL);
+    printf("     %s\n", hg_runner_errmsg(f.r));
+    ASSERT_UEQ(device_debug_program_builds(f.dev), 0); /* a failed build is not kept */
     p.kernel[0] = (hg_kernel){"no_entry", NULL, HG_CORE_VECTOR, inc_cl, "nonesuch"};
     ASSERT_EQ(run(&f, &p, NULL), HG_EINVAL);
     ASSERT_STR_CONTAINS(hg_runner_errmsg(f.r), "'nonesuch'");
@@ -362,6 +354,86 @@ TEST(opencl_convention_corners_bf16_single_item_empty_views)
     hg_runner_close(r);
     hg_hostbuf_destroy(fb);
     hg_hostbuf_destroy(hb);
+    hg_device_close(dev);
+}
+
+/* Allocations past the max alloc (max_alloc=64K here) are cl_mem pieces:
+ * the retained buffer places each staged arg in one piece where it fits
+ * (y would straddle the third boundary right after x), a resident copy's
+ * views at piece multiples each lie in one, and a task whose view crosses
+ * a boundary is refused naming the task and the arg. */
+#define NX (40000) /* 160000 bytes: three pieces */
+#define NY (10000)
+
+typedef struct pieces_plan {
+    struct {
+        uint32_t arg;
+        size_t offset, len;
+    } view[4];
+    uint32_t nviews;
+} pieces_plan;
+
+static int pieces_orch(hg_orch *o, void *user)
+{
+    static const hg_kernel inc = {"inc", NULL, HG_CORE_VECTOR, inc_cl, "inc"};
+    const pieces_plan *p = user;
+    int rc = 0;
+    for (uint32_t i = 0; i < p->nviews && rc == 0; i++) {
+        const hg_arg *a;
+        rc = hg_orch_arg(o, p->view[i].arg, &a);
+        hg_task_arg ta = {.arg = p->view[i].arg, .access = HG_INOUT, .view = a->tensor};
+        ta.view.offset = p->view[i].offset;
+        ta.view.shape[0] = p->view[i].len;
+        uint64_t k = i + 1;
+        hg_task_desc d = {.kernel = &inc, .args = &ta, .nargs = 1, .scalars = &k, .nscalars = 1};
+        if (rc == 0)
+            rc = hg_task_submit(o, &d, NULL);
+    }
+    return rc;
+}
+
+TEST(opencl_kernels_run_across_allocation_pieces)
+{
+    NEED_OPENCL();
+    bool skipped;
+    hg_device *dev = test_backend_open("opencl", "mem=64M,max_alloc=64K", &skipped);
+    hg_runner *r;
+    hg_hostbuf *hb[2];
+    ASSERT(dev != NULL);
+    ASSERT_UEQ(device_alloc_piece(dev), 64 * 1024);
+    ASSERT_OK(hg_runner_open(dev, &r));
+    ASSERT_OK(hg_hostbuf_create(NX * sizeof(int), &hb[0]));
+    ASSERT_OK(hg_hostbuf_create(NY * sizeof(int), &hb[1]));
+    size_t n[2] = {NX, NY};
+    hg_arg args[2] = {{.name = "x", .dir = HG_INOUT}, {.name = "y", .dir = HG_INOUT}};
+    for (int i = 0; i < 2; i++)
+        ASSERT_OK(hg_tensor_host(&args[i].tensor, hb[i], HG_I32, 1, &n[i]));
+    /* x in piece-sized chunks (16384 ints), y whole */
+    pieces_plan p = {{{0, 0, 16384}, {0, 16384, 16384}, {0, 32768, NX - 32768}, {1, 0, NY}}, 4};
+    hg_callable c = {"pieces", pieces_orch, &p};
+    for (int round = 0; round < 4; round++) {
+        for (int i = 0; i < 2; i++)
+            args[i].residency = round < 2 ? HG_STAGED : HG_RESIDENT;
+        int rc = hg_runner_run(r, &c, args, 2, NULL);
+        if (rc != 0)
+            TEST_FAIL_("round %d: %s", round, hg_runner_errmsg(r));
+    }
+    const int *x = hg_hostbuf_data(hb[0]), *y = hg_hostbuf_data(hb[1]);
+    for (int i = 0; i < NX; i++)
+        ASSERT_EQ(x[i], 4 * (1 + i / 16384));
+    for (int i = 0; i < NY; i++)
+        ASSERT_EQ(y[i], 4 * 4);
+    p = (pieces_plan){{{1, 0, NY}, {0, 16000, 1000}}, 2}; /* bytes 64000..68000 of x */
+    for (int res = 0; res < 2; res++) {
+        args[0].residency = args[1].residency = res ? HG_RESIDENT : HG_STAGED;
+        ASSERT_EQ(hg_runner_run(r, &c, args, 2, NULL), HG_EUNSUPPORTED);
+        ASSERT_STR_CONTAINS(hg_runner_errmsg(r), "task 1 (kernel 'inc'): arg 0:");
+        ASSERT_STR_CONTAINS(hg_runner_errmsg(r), "cross the boundary between two of its cl_mem");
+    }
+    ASSERT_EQ(y[0], 16); /* a refused run copies nothing back */
+    hg_runner_close(r);
+    hg_hostbuf_destroy(hb[0]);
+    hg_hostbuf_destroy(hb[1]);
     hg_device_close(dev);
 }
 

@@ -8,6 +8,7 @@
  * device, other runners and hg_devbuf_malloc never see HG_EDEVMEM for dead
  * copies, and a bind's cost stays flat: counted in records and index slots
  * touched, not timed.  Eviction frees what a request needs in one pass.
+ * Every test runs once per backend (test_device.h).
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -23,7 +24,9 @@ static int k_touch(const hg_kernel_ctx *ctx)
     (void)ctx;
     return 0;
 }
-static const hg_kernel K_TOUCH = {"touch", k_touch, HG_CORE_VECTOR, NULL, NULL};
+static const hg_kernel K_TOUCH = {"touch", k_touch, HG_CORE_VECTOR,
+                                  "__kernel void touch(HG_STATUS_ARGS, HG_TENSOR(uchar, x)) {}",
+                                  "touch"};
 
 /* One task reading arg 0 (when it is not empty). */
 static int orch_read(hg_orch *o, void *user)
@@ -49,9 +52,9 @@ enum { STEP = 64 << 10, MEM = 1 << 20 };
 /* 10^4 wrap/run/destroy cycles on a 1 MiB device with 64 KiB buffers: the
  * device never fills, the records stay bounded and each bind touches a
  * bounded number of records, whatever the step. */
-TEST(wrapping_a_fresh_buffer_every_step_stays_flat)
+TEST_EACH_BACKEND(wrapping_a_fresh_buffer_every_step_stays_flat)
 {
-    hg_device *dev = test_device_open("sim:cores=1,mem=1M");
+    hg_device *dev = test_device_on(backend, "cores=1,mem=1M");
     hg_runner *r, *other;
     ASSERT(dev != NULL);
     ASSERT_OK(hg_runner_open(dev, &r));
@@ -95,10 +98,10 @@ TEST(wrapping_a_fresh_buffer_every_step_stays_flat)
 /* A device full of 256 small resident copies (live buffers) and one run
  * whose resident arg needs most of the device: the copies it needs are
  * evicted in one pass, touching each record a bounded number of times. */
-TEST(eviction_frees_what_a_request_needs_in_one_pass)
+TEST_EACH_BACKEND(eviction_frees_what_a_request_needs_in_one_pass)
 {
     enum { SMALL = 1024, NSMALL = 256 };
-    hg_device *dev = test_device_open("sim:cores=1,mem=512K");
+    hg_device *dev = test_device_on(backend, "cores=1,mem=512K");
     hg_runner *r;
     ASSERT(dev != NULL);
     ASSERT_OK(hg_runner_open(dev, &r));
@@ -125,9 +128,9 @@ TEST(eviction_frees_what_a_request_needs_in_one_pass)
 
 /* A buffer destroyed while its copies sit in two runners: both forget it,
  * and a later buffer (new id) never matches the old records. */
-TEST(destroy_frees_the_copies_of_every_runner)
+TEST_EACH_BACKEND(destroy_frees_the_copies_of_every_runner)
 {
-    hg_device *dev = test_device_open("sim:cores=1");
+    hg_device *dev = test_device_on(backend, "cores=1");
     hg_runner *a, *b;
     ASSERT(dev != NULL);
     ASSERT_OK(hg_runner_open(dev, &a));
@@ -178,10 +181,10 @@ static void *run_busy(void *arg)
     return NULL;
 }
 
-TEST(destroying_on_another_thread_while_the_runner_runs)
+TEST_EACH_BACKEND(destroying_on_another_thread_while_the_runner_runs)
 {
     enum { NBUF = 64 };
-    hg_device *dev = test_device_open("sim:cores=2");
+    hg_device *dev = test_device_on(backend, "cores=2");
     hg_runner *r;
     ASSERT(dev != NULL);
     ASSERT_OK(hg_runner_open(dev, &r));

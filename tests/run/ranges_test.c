@@ -6,7 +6,8 @@
  * wrote, in one batched call each way; an OUT's bytes no task wrote stay
  * untouched on the host; hg_runner_copied_back names the rows; a fault in
  * any ranged copy publishes nothing and the next run is right; a host write
- * log that overflowed falls back to the whole extent.
+ * log that overflowed falls back to the whole extent.  Every test runs once
+ * per backend (test_device.h).
  */
 #include <stdint.h>
 #include <string.h>
@@ -29,7 +30,14 @@ static int k_row(const hg_kernel_ctx *ctx)
         row[j] = (unsigned char)(row[j] + x[0] + ctx->scalars[0]);
     return 0;
 }
-static const hg_kernel K_ROW = {"row", k_row, HG_CORE_VECTOR, NULL, NULL};
+static const hg_kernel K_ROW = {
+    "row", k_row, HG_CORE_VECTOR,
+    "__kernel void row(HG_STATUS_ARGS, HG_TENSOR(uchar, x), HG_TENSOR(uchar, row), ulong r)\n"
+    "{\n"
+    "    __global uchar *p = HG_PTR(row) + get_global_id(0) * row_v.strides[1];\n"
+    "    *p = (uchar)(*p + HG_PTR(x)[0] + r);\n"
+    "}\n",
+    "row"};
 
 /* One task per written row; its view is exactly that row. */
 static int orch_rows(hg_orch *o, void *user)
@@ -60,10 +68,10 @@ typedef struct rig {
     unsigned char initial[ROWS * ROW];
 } rig;
 
-static int rig_open(rig *g, hg_dir dir, hg_residency res)
+static int rig_open(rig *g, const char *backend, hg_dir dir, hg_residency res)
 {
     memset(g, 0, sizeof *g);
-    g->dev = test_device_open("sim:cores=2");
+    g->dev = test_device_on(backend, "cores=2");
     if (g->dev == NULL || hg_runner_open(g->dev, &g->r) || hg_hostbuf_create(16, &g->x) ||
         hg_hostbuf_create(ROWS * ROW, &g->cache))
         return -1;
@@ -123,10 +131,10 @@ static int restore_copied_back(rig *g, size_t *nranges)
     return rc;
 }
 
-TEST(a_later_round_moves_exactly_the_written_rows_each_way)
+TEST_EACH_BACKEND(a_later_round_moves_exactly_the_written_rows_each_way)
 {
     rig g;
-    ASSERT_OK(rig_open(&g, HG_INOUT, HG_RESIDENT));
+    ASSERT_OK(rig_open(&g, backend, HG_INOUT, HG_RESIDENT));
     hg_run_stats s;
     ASSERT_OK(hg_runner_run(g.r, &ROWS_CALL, g.args, 2, &s));
     ASSERT_UEQ(s.h2d_bytes, 16 + ROWS * ROW); /* round 1: everything once */
@@ -157,10 +165,10 @@ TEST(a_later_round_moves_exactly_the_written_rows_each_way)
 
 /* An OUT arg: the rows no task wrote keep the host's bytes (not poison,
  * not stale device bytes), and only the written rows cross. */
-TEST(out_bytes_no_task_wrote_stay_untouched)
+TEST_EACH_BACKEND(out_bytes_no_task_wrote_stay_untouched)
 {
     rig g;
-    ASSERT_OK(rig_open(&g, HG_OUT, HG_STAGED));
+    ASSERT_OK(rig_open(&g, backend, HG_OUT, HG_STAGED));
     hg_run_stats s;
     ASSERT_OK(hg_runner_run(g.r, &ROWS_CALL, g.args, 2, &s));
     ASSERT_UEQ(s.d2h_bytes, K * ROW);
@@ -188,11 +196,11 @@ TEST(out_bytes_no_task_wrote_stay_untouched)
 /* A fault in each ranged copy of a later round: the run fails, the host and
  * its generation are as they were, nothing is published, and the next run
  * (which uploads whole what it can no longer trust) is right. */
-TEST(a_fault_in_any_ranged_copy_publishes_nothing)
+TEST_EACH_BACKEND(a_fault_in_any_ranged_copy_publishes_nothing)
 {
     for (uint64_t k = 1; k <= 2 * K; k++) {
         rig g;
-        ASSERT_OK(rig_open(&g, HG_INOUT, HG_RESIDENT));
+        ASSERT_OK(rig_open(&g, backend, HG_INOUT, HG_RESIDENT));
         hg_run_stats s;
         ASSERT_OK(hg_runner_run(g.r, &ROWS_CALL, g.args, 2, &s));
         size_t n;
@@ -214,10 +222,10 @@ TEST(a_fault_in_any_ranged_copy_publishes_nothing)
 }
 
 /* More writes than the log remembers: the next upload is the whole extent. */
-TEST(an_overflowed_write_log_uploads_the_whole_extent)
+TEST_EACH_BACKEND(an_overflowed_write_log_uploads_the_whole_extent)
 {
     rig g;
-    ASSERT_OK(rig_open(&g, HG_INOUT, HG_RESIDENT));
+    ASSERT_OK(rig_open(&g, backend, HG_INOUT, HG_RESIDENT));
     hg_run_stats s;
     ASSERT_OK(hg_runner_run(g.r, &ROWS_CALL, g.args, 2, &s));
     ASSERT_OK(hg_hostbuf_write(g.cache, 0, g.initial, sizeof g.initial));

@@ -4,7 +4,8 @@
  * generation sampled at bind, publish only after success, address reuse with
  * new content, metadata after close, zero-byte args, host view of a resident
  * IN, overflow; plus the budget, verify mode and pooled scratch.  The random
- * model-based test is model_test.c.
+ * model-based test is model_test.c.  Every test runs once per backend
+ * (test_device.h) unless its name says sim_only.
  */
 #include <stdint.h>
 #include <string.h>
@@ -25,14 +26,22 @@ static int k_acc(const hg_kernel_ctx *ctx)
         acc[i] += in[i];
     return 0;
 }
-static const hg_kernel K_ACC = {"acc", k_acc, HG_CORE_VECTOR, NULL, NULL};
+static const hg_kernel K_ACC = {
+    "acc", k_acc, HG_CORE_VECTOR,
+    "__kernel void acc(HG_STATUS_ARGS, HG_TENSOR(float, in), HG_TENSOR(float, acc))\n"
+    "{ size_t i = get_global_id(0); HG_PTR(acc)[i] += HG_PTR(in)[i]; }",
+    "acc"};
 
 static int k_fail(const hg_kernel_ctx *ctx)
 {
     (void)ctx;
     return 1;
 }
-static const hg_kernel K_FAIL = {"fail", k_fail, HG_CORE_VECTOR, NULL, NULL};
+static const hg_kernel K_FAIL = {
+    "fail", k_fail, HG_CORE_VECTOR,
+    "__kernel void fail(HG_STATUS_ARGS, HG_TENSOR(float, in), HG_TENSOR(float, acc))"
+    " { HG_FAIL(1); }",
+    "fail"};
 
 /* One task over args 0 (IN) and 1 (INOUT); reads arg 0's host view first
  * when `user` asks, as bgemm reads its config. */
@@ -63,10 +72,12 @@ typedef struct rig {
     hg_arg args[2];
 } rig;
 
-static int rig_open(rig *g, const char *spec, hg_residency in_res, hg_residency acc_res)
+/* keys: a sim spec's keys (test_device_on drops the sim-only ones). */
+static int rig_open(rig *g, const char *backend, const char *keys, hg_residency in_res,
+                    hg_residency acc_res)
 {
     memset(g, 0, sizeof *g);
-    g->dev = test_device_open(spec);
+    g->dev = test_device_on(backend, keys);
     if (g->dev == NULL || hg_runner_open(g->dev, &g->r) || hg_hostbuf_create(BYTES, &g->in) ||
         hg_hostbuf_create(BYTES, &g->acc))
         return -1;
@@ -104,10 +115,10 @@ static int acc_is(const rig *g, float rounds, float base)
 
 /* ---------------------------------------------------------------- tests */
 
-TEST(resident_in_is_uploaded_once_and_keeps_its_host_view)
+TEST_EACH_BACKEND(resident_in_is_uploaded_once_and_keeps_its_host_view)
 {
     rig g;
-    ASSERT_OK(rig_open(&g, "sim:cores=2", HG_RESIDENT, HG_STAGED));
+    ASSERT_OK(rig_open(&g, backend, "cores=2", HG_RESIDENT, HG_STAGED));
     hg_run_stats s;
     ASSERT_OK(hg_runner_run(g.r, &ACC, g.args, 2, &s));
     ASSERT_UEQ(s.h2d_bytes, 2 * BYTES);
@@ -128,10 +139,10 @@ TEST(resident_in_is_uploaded_once_and_keeps_its_host_view)
     rig_close(&g);
 }
 
-TEST(host_write_through_the_api_makes_the_next_run_upload)
+TEST_EACH_BACKEND(host_write_through_the_api_makes_the_next_run_upload)
 {
     rig g;
-    ASSERT_OK(rig_open(&g, "sim:cores=2", HG_RESIDENT, HG_STAGED));
+    ASSERT_OK(rig_open(&g, backend, "cores=2", HG_RESIDENT, HG_STAGED));
     hg_run_stats s;
     ASSERT_OK(hg_runner_run(g.r, &ACC, g.args, 2, &s));
     float two = 2.0f;
@@ -153,10 +164,10 @@ TEST(host_write_through_the_api_makes_the_next_run_upload)
 
 /* INOUT stays coherent: copied back, it is current at its new generation, so
  * the next run uploads nothing for it, and the accumulation is right. */
-TEST(resident_inout_is_current_after_copy_back)
+TEST_EACH_BACKEND(resident_inout_is_current_after_copy_back)
 {
     rig g;
-    ASSERT_OK(rig_open(&g, "sim:cores=2", HG_RESIDENT, HG_RESIDENT));
+    ASSERT_OK(rig_open(&g, backend, "cores=2", HG_RESIDENT, HG_RESIDENT));
     hg_run_stats s;
     ASSERT_OK(hg_runner_run(g.r, &ACC, g.args, 2, &s));
     uint64_t gen = hg_hostbuf_generation(g.acc);
@@ -175,10 +186,10 @@ TEST(resident_inout_is_current_after_copy_back)
 /* The reference sampled the generation when args were built, so an INOUT
  * restored in place between rounds looked unchanged.  Sampled at bind, a
  * restore through the API is seen: every round starts from the restore. */
-TEST(generation_is_sampled_at_bind_so_a_restore_is_uploaded)
+TEST_EACH_BACKEND(generation_is_sampled_at_bind_so_a_restore_is_uploaded)
 {
     rig g;
-    ASSERT_OK(rig_open(&g, "sim:cores=2", HG_RESIDENT, HG_RESIDENT));
+    ASSERT_OK(rig_open(&g, backend, "cores=2", HG_RESIDENT, HG_RESIDENT));
     static float initial[N];
     for (int i = 0; i < N; i++)
         initial[i] = 100.0f;
@@ -198,10 +209,10 @@ TEST(generation_is_sampled_at_bind_so_a_restore_is_uploaded)
 /* The header's cost of verify mode, counted: a run reads each resident
  * arg's extent once at bind (compared with its shadow, or copied into it
  * where uploaded), and an INOUT's copied-back bytes once more at publish. */
-TEST(verify_reads_each_extent_once_per_run_plus_what_came_back)
+TEST_EACH_BACKEND(verify_reads_each_extent_once_per_run_plus_what_came_back)
 {
     rig g;
-    ASSERT_OK(rig_open(&g, "sim:cores=2", HG_RESIDENT, HG_RESIDENT));
+    ASSERT_OK(rig_open(&g, backend, "cores=2", HG_RESIDENT, HG_RESIDENT));
     hg_runner_set_verify(g.r, true);
     hg_run_stats s;
     ASSERT_OK(hg_runner_run(g.r, &ACC, g.args, 2, &s));             /* new copies: uploaded */
@@ -217,7 +228,8 @@ TEST(verify_reads_each_extent_once_per_run_plus_what_came_back)
 
 /* A kernel that also writes the resident IN's host buffer through the API
  * while the run is in flight (the contract says not to; a runtime must still
- * not take the device copy, uploaded before the write, for the new bytes). */
+ * not take the device copy, uploaded before the write, for the new bytes).
+ * Only a sim kernel runs host code during a run, so the test is sim-only. */
 static hg_hostbuf *sneak_into;
 static int k_acc_and_write_host(const hg_kernel_ctx *ctx)
 {
@@ -233,11 +245,12 @@ static const hg_callable SNEAKY = {"acc", orch_acc, (void *)&K_SNEAK};
 /* An IN's copy is published at the generation sampled at bind (the bytes
  * it holds), not the one at publish, so a write during the run makes the
  * next run upload: in verify mode and out of it. */
-TEST(in_copy_is_published_at_the_bind_generation)
+TEST(sim_only_in_copy_is_published_at_the_bind_generation)
 {
+    const char *backend = "sim";
     for (int verify = 0; verify < 2; verify++) {
         rig g;
-        ASSERT_OK(rig_open(&g, "sim:cores=2", HG_RESIDENT, HG_STAGED));
+        ASSERT_OK(rig_open(&g, backend, "cores=2", HG_RESIDENT, HG_STAGED));
         hg_runner_set_verify(g.r, verify != 0);
         hg_run_stats s;
         sneak_into = g.in;
@@ -254,10 +267,10 @@ TEST(in_copy_is_published_at_the_bind_generation)
 
 /* Publish only after success: a failed copy-back or a failed kernel leaves
  * nothing that looks current, so the next run uploads and is right. */
-TEST(failed_runs_publish_nothing)
+TEST_EACH_BACKEND(failed_runs_publish_nothing)
 {
     rig g;
-    ASSERT_OK(rig_open(&g, "sim:cores=2", HG_RESIDENT, HG_RESIDENT));
+    ASSERT_OK(rig_open(&g, backend, "cores=2", HG_RESIDENT, HG_RESIDENT));
     hg_run_stats s;
     ASSERT_OK(hg_runner_run(g.r, &ACC, g.args, 2, &s)); /* both current now */
     /* A hit writes acc on the device, then copy-back fails. */
@@ -292,10 +305,10 @@ TEST(failed_runs_publish_nothing)
 /* Address + size is never freshness: a new host buffer (at the very address
  * a destroyed one had, with other content) never matches the old record,
  * because ids are never reused. */
-TEST(a_new_buffer_at_a_reused_address_never_matches_an_old_copy)
+TEST_EACH_BACKEND(a_new_buffer_at_a_reused_address_never_matches_an_old_copy)
 {
     rig g;
-    ASSERT_OK(rig_open(&g, "sim:cores=2", HG_RESIDENT, HG_STAGED));
+    ASSERT_OK(rig_open(&g, backend, "cores=2", HG_RESIDENT, HG_STAGED));
     static float data[N];
     hg_hostbuf *wrapped;
     for (int i = 0; i < N; i++)
@@ -324,10 +337,10 @@ TEST(a_new_buffer_at_a_reused_address_never_matches_an_old_copy)
 
 /* Metadata after close: closing a runner frees every copy; a new runner on
  * the same device (which reuses the device addresses) knows nothing. */
-TEST(close_frees_every_copy_and_forgets_every_record)
+TEST_EACH_BACKEND(close_frees_every_copy_and_forgets_every_record)
 {
     rig g;
-    ASSERT_OK(rig_open(&g, "sim:cores=2", HG_RESIDENT, HG_RESIDENT));
+    ASSERT_OK(rig_open(&g, backend, "cores=2", HG_RESIDENT, HG_RESIDENT));
     hg_run_stats s;
     ASSERT_OK(hg_runner_run(g.r, &ACC, g.args, 2, &s));
     hg_runner_close(g.r);
@@ -345,10 +358,10 @@ TEST(close_frees_every_copy_and_forgets_every_record)
 
 /* Budgets: copies that do not fit are staged for the run (not an error);
  * copies of other runs are evicted least recently used first. */
-TEST(budget_stages_what_does_not_fit_and_evicts_lru)
+TEST_EACH_BACKEND(budget_stages_what_does_not_fit_and_evicts_lru)
 {
     rig g;
-    ASSERT_OK(rig_open(&g, "sim:cores=2", HG_RESIDENT, HG_RESIDENT));
+    ASSERT_OK(rig_open(&g, backend, "cores=2", HG_RESIDENT, HG_RESIDENT));
     ASSERT_OK(hg_runner_set_budget(g.r, BYTES)); /* room for one of the two */
     hg_run_stats s;
     ASSERT_OK(hg_runner_run(g.r, &ACC, g.args, 2, &s));
@@ -382,10 +395,10 @@ TEST(budget_stages_what_does_not_fit_and_evicts_lru)
 
 /* Budgets are per runner: a second runner on the same device, evicting
  * under its own tiny budget, never touches the first runner's copies. */
-TEST(a_runner_evicts_only_its_own_copies)
+TEST_EACH_BACKEND(a_runner_evicts_only_its_own_copies)
 {
     rig g;
-    ASSERT_OK(rig_open(&g, "sim:cores=2", HG_RESIDENT, HG_STAGED));
+    ASSERT_OK(rig_open(&g, backend, "cores=2", HG_RESIDENT, HG_STAGED));
     hg_run_stats s;
     ASSERT_OK(hg_runner_run(g.r, &ACC, g.args, 2, &s));
     hg_runner *other;
@@ -418,10 +431,10 @@ TEST(a_runner_evicts_only_its_own_copies)
  * two copies, leave at most two live copies and as many slots (evicted
  * slots are reused), and an index sized for them.  (Destroyed buffers'
  * copies go at once: orphan_test.c.) */
-TEST(cache_records_stay_bounded_by_the_budget)
+TEST_EACH_BACKEND(cache_records_stay_bounded_by_the_budget)
 {
     rig g;
-    ASSERT_OK(rig_open(&g, "sim:cores=1", HG_RESIDENT, HG_STAGED));
+    ASSERT_OK(rig_open(&g, backend, "cores=1", HG_RESIDENT, HG_STAGED));
     ASSERT_OK(hg_runner_set_budget(g.r, 2 * BYTES));
     hg_run_stats s;
     uint64_t evictions = 0;
@@ -446,10 +459,10 @@ TEST(cache_records_stay_bounded_by_the_budget)
 
 /* A full device: growing the retained buffer evicts resident copies the run
  * does not use before it fails; what cannot fit even then is HG_EDEVMEM. */
-TEST(full_device_evicts_unused_copies_before_failing)
+TEST_EACH_BACKEND(full_device_evicts_unused_copies_before_failing)
 {
     rig g;
-    ASSERT_OK(rig_open(&g, "sim:cores=1,mem=10K", HG_RESIDENT, HG_STAGED));
+    ASSERT_OK(rig_open(&g, backend, "cores=1,mem=10K", HG_RESIDENT, HG_STAGED));
     hg_run_stats s;
     ASSERT_OK(hg_runner_run(g.r, &ACC, g.args, 2, &s)); /* copy 4K + retained 4K */
     ASSERT_UEQ(hg_runner_resident_copies(g.r), 1);
@@ -483,10 +496,10 @@ TEST(full_device_evicts_unused_copies_before_failing)
 }
 
 /* Verify mode catches a write that bypassed the API; off, no hashing. */
-TEST(verify_mode_catches_a_write_that_bypassed_the_api)
+TEST_EACH_BACKEND(verify_mode_catches_a_write_that_bypassed_the_api)
 {
     rig g;
-    ASSERT_OK(rig_open(&g, "sim:cores=2", HG_RESIDENT, HG_STAGED));
+    ASSERT_OK(rig_open(&g, backend, "cores=2", HG_RESIDENT, HG_STAGED));
     hg_run_stats s;
     ASSERT_OK(hg_runner_run(g.r, &ACC, g.args, 2, &s));
     ASSERT_OK(hg_runner_run(g.r, &ACC, g.args, 2, &s));
@@ -512,10 +525,10 @@ TEST(verify_mode_catches_a_write_that_bypassed_the_api)
 }
 
 /* Zero-byte resident args: no copy, no allocation. */
-TEST(zero_byte_resident_arg_has_no_copy)
+TEST_EACH_BACKEND(zero_byte_resident_arg_has_no_copy)
 {
     rig g;
-    ASSERT_OK(rig_open(&g, "sim:cores=1", HG_RESIDENT, HG_RESIDENT));
+    ASSERT_OK(rig_open(&g, backend, "cores=1", HG_RESIDENT, HG_RESIDENT));
     g.args[0].tensor.shape[0] = 0;
     g.args[1].tensor.shape[0] = 0;
     hg_run_stats s;
@@ -527,16 +540,25 @@ TEST(zero_byte_resident_arg_has_no_copy)
 
 /* Scratch is pooled: a later run of the same graph allocates nothing.  The
  * debug switch poisons reused scratch, so a kernel that reads scratch it
- * never wrote sees 0xA5 bytes, not the last run's values. */
-static unsigned char scratch_first_byte;
+ * never wrote sees 0xA5 bytes, not the last run's values.  The kernel
+ * reports the scratch's first byte in its OUT arg `seen`. */
 static int k_scratch(const hg_kernel_ctx *ctx)
 {
-    unsigned char *p = ctx->args[0].data;
-    scratch_first_byte = p[0];
+    unsigned char *p = ctx->args[0].data, *seen = ctx->args[1].data;
+    seen[0] = p[0];
     memset(p, 0x11, ctx->args[0].shape[0]);
     return 0;
 }
-static const hg_kernel K_SCRATCH = {"scratch", k_scratch, HG_CORE_VECTOR, NULL, NULL};
+static const hg_kernel K_SCRATCH = {
+    "scratch", k_scratch, HG_CORE_VECTOR,
+    "__kernel void scratch(HG_STATUS_ARGS, HG_TENSOR(uchar, t), HG_TENSOR(uchar, seen))\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    if (i == 0)\n"
+    "        HG_PTR(seen)[0] = HG_PTR(t)[0];\n"
+    "    HG_PTR(t)[i] = 0x11;\n"
+    "}\n",
+    "scratch"};
 
 static int orch_scratch(hg_orch *o, void *user)
 {
@@ -544,33 +566,42 @@ static int orch_scratch(hg_orch *o, void *user)
     uint32_t idx;
     hg_tensor v;
     size_t n = 4096;
+    const hg_arg *seen;
+    hg_orch_arg(o, 0, &seen);
     int rc = hg_orch_scratch(o, "tmp", HG_U8, 1, &n, &idx, &v);
     if (rc != 0)
         return rc;
-    hg_task_arg ta[1] = {{idx, HG_INOUT, v}};
-    hg_task_desc d = {&K_SCRATCH, ta, 1, NULL, 0, NULL, 0};
+    hg_task_arg ta[2] = {{idx, HG_INOUT, v}, {0, HG_OUT, seen->tensor}};
+    hg_task_desc d = {&K_SCRATCH, ta, 2, NULL, 0, NULL, 0};
     return hg_task_submit(o, &d, NULL);
 }
 
-TEST(scratch_is_pooled_and_can_be_poisoned_on_reuse)
+TEST_EACH_BACKEND(scratch_is_pooled_and_can_be_poisoned_on_reuse)
 {
-    hg_device *dev = test_device_open("sim:cores=1");
+    hg_device *dev = test_device_on(backend, "cores=1");
     ASSERT(dev != NULL);
     hg_runner *r;
     ASSERT_OK(hg_runner_open(dev, &r));
+    hg_hostbuf *hb;
+    ASSERT_OK(hg_hostbuf_create(1, &hb));
+    size_t one = 1;
+    hg_arg seen = {"seen", HG_OUT, {0}, 0, HG_STAGED};
+    ASSERT_OK(hg_tensor_host(&seen.tensor, hb, HG_U8, 1, &one));
+    const unsigned char *first = hg_hostbuf_data(hb);
     hg_callable c = {"scratch", orch_scratch, NULL};
     hg_run_stats s;
-    ASSERT_OK(hg_runner_run(r, &c, NULL, 0, &s));
-    ASSERT_UEQ(s.device_allocs, 1);
-    ASSERT_EQ(scratch_first_byte, 0xA5); /* new: poisoned by the device */
-    ASSERT_OK(hg_runner_run(r, &c, NULL, 0, &s));
-    ASSERT_UEQ(s.device_allocs, 0);      /* reused */
-    ASSERT_EQ(scratch_first_byte, 0x11); /* last run's bytes, by default */
+    ASSERT_OK(hg_runner_run(r, &c, &seen, 1, &s));
+    ASSERT_UEQ(s.device_allocs, 2); /* the scratch and the retained buffer */
+    ASSERT_EQ(*first, 0xA5);        /* new: poisoned by the device */
+    ASSERT_OK(hg_runner_run(r, &c, &seen, 1, &s));
+    ASSERT_UEQ(s.device_allocs, 0); /* reused */
+    ASSERT_EQ(*first, 0x11);        /* last run's bytes, by default */
     hg_runner_set_poison_scratch(r, true);
-    ASSERT_OK(hg_runner_run(r, &c, NULL, 0, &s));
+    ASSERT_OK(hg_runner_run(r, &c, &seen, 1, &s));
     ASSERT_UEQ(s.device_allocs, 0);
-    ASSERT_EQ(scratch_first_byte, 0xA5);
+    ASSERT_EQ(*first, 0xA5);
     hg_runner_close(r);
+    hg_hostbuf_destroy(hb);
     hg_device_counters dc;
     hg_device_counters_get(dev, &dc);
     ASSERT_UEQ(dc.live_bytes, 0);
@@ -578,10 +609,10 @@ TEST(scratch_is_pooled_and_can_be_poisoned_on_reuse)
 }
 
 /* A bad residency value is a named error. */
-TEST(bad_residency_value_is_named)
+TEST_EACH_BACKEND(bad_residency_value_is_named)
 {
     rig g;
-    ASSERT_OK(rig_open(&g, "sim:cores=1", HG_STAGED, HG_STAGED));
+    ASSERT_OK(rig_open(&g, backend, "cores=1", HG_STAGED, HG_STAGED));
     g.args[0].residency = (hg_residency)7;
     ASSERT_EQ(hg_runner_run(g.r, &ACC, g.args, 2, NULL), HG_EINVAL);
     ASSERT_STR_CONTAINS(hg_runner_errmsg(g.r), "arg 'in': residency 7");

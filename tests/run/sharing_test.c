@@ -3,7 +3,7 @@
  * hundreds of rounds.  Every run is correct, none hangs, and each run's stats
  * count that run's copies and allocations only, although the others copy and
  * allocate on the same device at the same time.  Runs under ThreadSanitizer
- * in tests/run_all.sh.
+ * in tests/run_all.sh, once per backend (test_device.h).
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -24,7 +24,11 @@ static int k_add(const hg_kernel_ctx *ctx)
         out[i] = in[i] + (int32_t)ctx->scalars[0];
     return 0;
 }
-static const hg_kernel K_ADD = {"add", k_add, HG_CORE_VECTOR, NULL, NULL};
+static const hg_kernel K_ADD = {
+    "add", k_add, HG_CORE_VECTOR,
+    "__kernel void add(HG_STATUS_ARGS, HG_TENSOR(int, in), HG_TENSOR(int, out), ulong k)\n"
+    "{ size_t i = get_global_id(0); HG_PTR(out)[i] = HG_PTR(in)[i] + (int)k; }",
+    "add"};
 
 /* Tiles the arg into four tasks, so the graphs of the runners interleave on
  * the cores' queues if they ever share them. */
@@ -112,9 +116,9 @@ done:
     return NULL;
 }
 
-static void share_device(uint32_t nrunners)
+static void share_device(const char *backend, uint32_t nrunners)
 {
-    hg_device *dev = test_device_open("sim:cores=4");
+    hg_device *dev = test_device_on(backend, "cores=4");
     ASSERT(dev != NULL);
     worker w[MAX_RUNNERS];
     pthread_t th[MAX_RUNNERS];
@@ -133,14 +137,14 @@ static void share_device(uint32_t nrunners)
     hg_device_close(dev);
 }
 
-TEST(two_runners_share_one_device)
+TEST_EACH_BACKEND(two_runners_share_one_device)
 {
-    share_device(2);
+    share_device(backend, 2);
 }
 
-TEST(four_runners_share_one_device)
+TEST_EACH_BACKEND(four_runners_share_one_device)
 {
-    share_device(4);
+    share_device(backend, 4);
 }
 
 int main(void)

@@ -6,7 +6,8 @@
  * another arg's data, zero-byte device views are args like any other, every
  * slice reaches a kernel HG_DEVICE_ALIGN-aligned, a growing arg makes
  * O(log n) allocations, and the first orchestration failure keeps its
- * message.
+ * message.  Every test runs once per backend (test_device.h); each kernel
+ * has a host slot and an OpenCL slot computing the same bytes.
  */
 #include <stdint.h>
 #include <string.h>
@@ -41,7 +42,41 @@ static int k_write_all(const hg_kernel_ctx *ctx)
     return 0;
 }
 
-static const hg_kernel K_WRITE_ALL = {"write_all", k_write_all, HG_CORE_VECTOR, NULL, NULL};
+/* The same on OpenCL: work item i writes element i (row-major) of every
+ * written view that has one (the first written arg is the largest here). */
+static const char WRITE_ALL_CL[] =
+    "void write_view(__global float *p, hg_view v, size_t i, float base, ulong add)\n"
+    "{\n"
+    "    ulong n0 = v.ndims > 1 ? v.shape[0] : 1, n1 = v.ndims > 1 ? v.shape[1] : v.shape[0];\n"
+    "    ulong s0 = v.ndims > 1 ? v.strides[0] : 0;\n"
+    "    ulong s1 = v.ndims > 1 ? v.strides[1] : v.strides[0];\n"
+    "    if (i >= n0 * n1)\n"
+    "        return;\n"
+    "    __global float *e = p + (i / n1) * s0 + (i % n1) * s1;\n"
+    "    float val = base + (float)i;\n"
+    "    *e = add ? *e + val : val;\n"
+    "}\n"
+    "#define W(k) write_view(HG_PTR(a##k), a##k##_v, i, HG_PTR(in)[0] + 100.0f * k, s##k)\n"
+    "__kernel void write_all2(HG_STATUS_ARGS, HG_TENSOR(float, in), HG_TENSOR(float, a1),\n"
+    "                         ulong s1)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    W(1);\n"
+    "}\n"
+    "__kernel void write_all6(HG_STATUS_ARGS, HG_TENSOR(float, in), HG_TENSOR(float, a1),\n"
+    "                         HG_TENSOR(float, a2), HG_TENSOR(float, a3), HG_TENSOR(float, a4),\n"
+    "                         HG_TENSOR(float, a5), ulong s1, ulong s2, ulong s3, ulong s4,\n"
+    "                         ulong s5)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    W(1); W(2); W(3); W(4); W(5);\n"
+    "}\n";
+
+/* An OpenCL kernel has a fixed arity: one record per arg count used. */
+static const hg_kernel K_WRITE_ALL2 = {"write_all", k_write_all, HG_CORE_VECTOR, WRITE_ALL_CL,
+                                       "write_all2"};
+static const hg_kernel K_WRITE_ALL6 = {"write_all", k_write_all, HG_CORE_VECTOR, WRITE_ALL_CL,
+                                       "write_all6"};
 
 /* Submits one task over every arg: arg 0 read, the others as declared. */
 static int orch_all(hg_orch *o, void *user)
@@ -57,7 +92,9 @@ static int orch_all(hg_orch *o, void *user)
         if (i > 0)
             inout[i - 1] = a->dir == HG_INOUT;
     }
-    hg_task_desc d = {&K_WRITE_ALL, ta, n, inout, n - 1, NULL, 0};
+    if (n != 2 && n != 6)
+        return hg_orch_fail(o, HG_EINVAL, "orch_all takes 2 or 6 args, not %u", n);
+    hg_task_desc d = {n == 2 ? &K_WRITE_ALL2 : &K_WRITE_ALL6, ta, n, inout, n - 1, NULL, 0};
     return hg_task_submit(o, &d, NULL);
 }
 
@@ -133,9 +170,9 @@ static int image_equal(const host_image *a, const host_image *b)
 /* A fault at every D2H copy of a run with dense, strided, OUT and INOUT args
  * in turn: the run fails, and not one host byte or generation changed.  The
  * run after it is correct. */
-TEST(failed_copy_back_changes_no_host_byte_and_no_generation)
+TEST_EACH_BACKEND(failed_copy_back_changes_no_host_byte_and_no_generation)
 {
-    hg_device *dev = test_device_open("sim:cores=2");
+    hg_device *dev = test_device_on(backend, "cores=2");
     ASSERT(dev != NULL);
     hg_runner *r;
     ASSERT_OK(hg_runner_open(dev, &r));
@@ -187,9 +224,9 @@ TEST(failed_copy_back_changes_no_host_byte_and_no_generation)
 /* Every strided view's gaps stay as the host had them, and each strided arg
  * comes back in the fewest copies: narrow columns as one copy of the extent,
  * long rows one copy each. */
-TEST(strided_copy_back_keeps_gaps_and_picks_fewer_copies)
+TEST_EACH_BACKEND(strided_copy_back_keeps_gaps_and_picks_fewer_copies)
 {
-    hg_device *dev = test_device_open("sim:cores=1");
+    hg_device *dev = test_device_on(backend, "cores=1");
     ASSERT(dev != NULL);
     hg_runner *r;
     ASSERT_OK(hg_runner_open(dev, &r));
@@ -224,9 +261,9 @@ TEST(strided_copy_back_keeps_gaps_and_picks_fewer_copies)
 }
 
 /* 1M elements at stride 2 (INOUT): one copy of the extent, not 524,288. */
-TEST(strided_inout_of_a_million_elements_is_one_copy)
+TEST_EACH_BACKEND(strided_inout_of_a_million_elements_is_one_copy)
 {
-    hg_device *dev = test_device_open("sim:cores=1");
+    hg_device *dev = test_device_on(backend, "cores=1");
     ASSERT(dev != NULL);
     hg_runner *r;
     ASSERT_OK(hg_runner_open(dev, &r));
@@ -256,7 +293,9 @@ static int k_nothing(const hg_kernel_ctx *ctx)
     (void)ctx;
     return 0;
 }
-static const hg_kernel K_NOTHING = {"nothing", k_nothing, HG_CORE_VECTOR, NULL, NULL};
+static const hg_kernel K_NOTHING = {"nothing", k_nothing, HG_CORE_VECTOR,
+                                    "__kernel void nothing(HG_STATUS_ARGS, HG_TENSOR(uchar, x)) {}",
+                                    "nothing"};
 
 static int orch_read_only(hg_orch *o, void *user)
 {
@@ -271,10 +310,10 @@ static int orch_read_only(hg_orch *o, void *user)
 /* Run 1 stages a secret IN; run 2's OUT takes the same retained slice and no
  * task writes it.  None of the secret reaches the OUT's host buffer: the
  * unwritten bytes come back as the poison pattern. */
-TEST(unwritten_out_bytes_never_carry_another_args_data)
+TEST_EACH_BACKEND(unwritten_out_bytes_never_carry_another_args_data)
 {
     enum { BYTES = 4096 };
-    hg_device *dev = test_device_open("sim:cores=1");
+    hg_device *dev = test_device_on(backend, "cores=1");
     ASSERT(dev != NULL);
     hg_runner *r;
     ASSERT_OK(hg_runner_open(dev, &r));
@@ -303,14 +342,18 @@ TEST(unwritten_out_bytes_never_carry_another_args_data)
 }
 
 /* A zero-byte device view made by hg_tensor_device (address 0) is an arg:
- * null pointer for the kernel, no allocation. */
+ * null pointer for the kernel (on OpenCL a NULL buffer, which the kernel
+ * checks: it runs for an IN, and nothing launches for a written arg), no
+ * allocation. */
 static int saw_null = -1;
 static int k_null(const hg_kernel_ctx *ctx)
 {
     saw_null = ctx->args[0].data == NULL;
     return 0;
 }
-static const hg_kernel K_NULL = {"null", k_null, HG_CORE_VECTOR, NULL, NULL};
+static const hg_kernel K_NULL = {
+    "null", k_null, HG_CORE_VECTOR,
+    "__kernel void null(HG_STATUS_ARGS, HG_TENSOR(float, x)) { if (x != 0) HG_FAIL(7); }", "null"};
 
 static int orch_one(hg_orch *o, void *user)
 {
@@ -321,9 +364,9 @@ static int orch_one(hg_orch *o, void *user)
     return hg_task_submit(o, &d, NULL);
 }
 
-TEST(zero_byte_device_view_is_an_arg_with_no_address)
+TEST_EACH_BACKEND(zero_byte_device_view_is_an_arg_with_no_address)
 {
-    hg_device *dev = test_device_open("sim:cores=1");
+    hg_device *dev = test_device_on(backend, "cores=1");
     ASSERT(dev != NULL);
     hg_runner *r;
     ASSERT_OK(hg_runner_open(dev, &r));
@@ -335,7 +378,8 @@ TEST(zero_byte_device_view_is_an_arg_with_no_address)
         hg_run_stats st;
         saw_null = -1;
         ASSERT_OK(hg_runner_run(r, &c, &a, 1, &st));
-        ASSERT_EQ(saw_null, 1);
+        if (test_backend_is_sim(backend))
+            ASSERT_EQ(saw_null, 1);
         ASSERT_UEQ(st.device_allocs + st.h2d_copies + st.d2h_copies, 0);
     }
     /* A non-empty view (made by hand: hg_tensor_device refuses it) still
@@ -350,7 +394,9 @@ TEST(zero_byte_device_view_is_an_arg_with_no_address)
     hg_device_close(dev);
 }
 
-/* Every slice of the retained buffer reaches the kernel aligned. */
+/* Every slice of the retained buffer reaches the kernel aligned: on the
+ * sim its pointer, on OpenCL its offset in its buffer (scalar 0 is
+ * HG_DEVICE_ALIGN; the kernel fails the run when one is not a multiple). */
 static uintptr_t seen_ptr[8];
 static int k_pointers(const hg_kernel_ctx *ctx)
 {
@@ -358,7 +404,17 @@ static int k_pointers(const hg_kernel_ctx *ctx)
         seen_ptr[i] = (uintptr_t)ctx->args[i].data;
     return 0;
 }
-static const hg_kernel K_POINTERS = {"pointers", k_pointers, HG_CORE_VECTOR, NULL, NULL};
+static const char POINTERS_CL[] =
+    "#define ALIGNED(x) (x != 0 && x##_v.offset % align == 0)\n"
+    "__kernel void pointers(HG_STATUS_ARGS, HG_TENSOR(uchar, a), HG_TENSOR(uchar, b),\n"
+    "                       HG_TENSOR(uchar, c), HG_TENSOR(uchar, d), HG_TENSOR(uchar, e),\n"
+    "                       ulong align)\n"
+    "{\n"
+    "    if (!(ALIGNED(a) && ALIGNED(b) && ALIGNED(c) && ALIGNED(d) && ALIGNED(e)))\n"
+    "        HG_FAIL(1);\n"
+    "}\n";
+static const hg_kernel K_POINTERS = {"pointers", k_pointers, HG_CORE_VECTOR, POINTERS_CL,
+                                     "pointers"};
 
 static int orch_pointers(hg_orch *o, void *user)
 {
@@ -370,14 +426,15 @@ static int orch_pointers(hg_orch *o, void *user)
         hg_orch_arg(o, i, &a);
         ta[i] = (hg_task_arg){i, a->dir, a->tensor};
     }
-    hg_task_desc d = {&K_POINTERS, ta, n, NULL, 0, NULL, 0};
+    uint64_t align = HG_DEVICE_ALIGN;
+    hg_task_desc d = {&K_POINTERS, ta, n, &align, 1, NULL, 0};
     return hg_task_submit(o, &d, NULL);
 }
 
-TEST(every_slice_reaches_the_kernel_device_aligned)
+TEST_EACH_BACKEND(every_slice_reaches_the_kernel_device_aligned)
 {
     static const size_t sizes[5] = {1, 17, 1000, 1025, 4099};
-    hg_device *dev = test_device_open("sim:cores=1");
+    hg_device *dev = test_device_on(backend, "cores=1");
     ASSERT(dev != NULL);
     hg_runner *r;
     ASSERT_OK(hg_runner_open(dev, &r));
@@ -390,8 +447,9 @@ TEST(every_slice_reaches_the_kernel_device_aligned)
         ASSERT_OK(hg_tensor_host(&args[i].tensor, hb[i], HG_U8, 1, &sizes[i]));
     }
     hg_callable c = {"pointers", orch_pointers, NULL};
+    memset(seen_ptr, 0, sizeof seen_ptr);
     ASSERT_OK(hg_runner_run(r, &c, args, 5, NULL));
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 5 && test_backend_is_sim(backend); i++) {
         ASSERT(seen_ptr[i] != 0);
         ASSERT_UEQ(seen_ptr[i] % HG_DEVICE_ALIGN, 0);
     }
@@ -403,10 +461,10 @@ TEST(every_slice_reaches_the_kernel_device_aligned)
 
 /* An arg that grows by 4 KiB a run, as a KV cache does during decode: the
  * runs together make O(log n) device allocations, not one a run. */
-TEST(growing_arg_makes_logarithmically_many_allocations)
+TEST_EACH_BACKEND(growing_arg_makes_logarithmically_many_allocations)
 {
     enum { RUNS = 400, STEP = 4096 };
-    hg_device *dev = test_device_open("sim:cores=1");
+    hg_device *dev = test_device_on(backend, "cores=1");
     ASSERT(dev != NULL);
     hg_runner *r;
     ASSERT_OK(hg_runner_open(dev, &r));
@@ -445,9 +503,9 @@ static int orch_fail_then_bad_submit(hg_orch *o, void *user)
     return 0;
 }
 
-TEST(first_orchestration_failure_keeps_code_and_message)
+TEST_EACH_BACKEND(first_orchestration_failure_keeps_code_and_message)
 {
-    hg_device *dev = test_device_open("sim:cores=1");
+    hg_device *dev = test_device_on(backend, "cores=1");
     ASSERT(dev != NULL);
     hg_runner *r;
     ASSERT_OK(hg_runner_open(dev, &r));
@@ -470,11 +528,13 @@ static int k_fail(const hg_kernel_ctx *ctx)
     (void)ctx;
     return 3;
 }
-static const hg_kernel K_UNNAMED = {NULL, k_fail, HG_CORE_VECTOR, NULL, NULL};
+static const hg_kernel K_UNNAMED = {
+    NULL, k_fail, HG_CORE_VECTOR,
+    "__kernel void fail(HG_STATUS_ARGS, HG_TENSOR(uchar, x)) { HG_FAIL(3); }", "fail"};
 
-TEST(unnamed_kernel_failure_is_reported)
+TEST_EACH_BACKEND(unnamed_kernel_failure_is_reported)
 {
-    hg_device *dev = test_device_open("sim:cores=1");
+    hg_device *dev = test_device_on(backend, "cores=1");
     ASSERT(dev != NULL);
     hg_runner *r;
     ASSERT_OK(hg_runner_open(dev, &r));

@@ -2,16 +2,19 @@
  * stage_test.c: the bind plan and the retained buffer: classification,
  * 1024-byte slicing, grow-only reuse, checked sizes near SIZE_MAX (failing
  * before any allocation), release kinds, and the named errors of bad args.
+ * Every test runs once per backend (test_device.h).
  */
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "stage/stage.h"
 #include "test_device.h"
 #include "testlib.h"
 
-static hg_device *open_sim(void)
+static hg_device *open_on(const char *backend)
 {
-    return test_device_open("sim:cores=1");
+    return test_device_on(backend, "cores=1");
 }
 
 static uint64_t live_bytes(hg_device *dev)
@@ -44,9 +47,9 @@ static hg_arg u8_arg(const char *name, hg_dir dir, hg_hostbuf *hb, size_t n)
     return a;
 }
 
-TEST(slices_are_1024_aligned_and_sized_exactly)
+TEST_EACH_BACKEND(slices_are_1024_aligned_and_sized_exactly)
 {
-    hg_device *dev = open_sim();
+    hg_device *dev = open_on(backend);
     ASSERT(dev != NULL);
     hg_hostbuf *a, *b, *c;
     ASSERT_OK(hg_hostbuf_create(1, &a));
@@ -74,9 +77,9 @@ TEST(slices_are_1024_aligned_and_sized_exactly)
     hg_device_close(dev);
 }
 
-TEST(retained_buffer_grows_and_never_shrinks)
+TEST_EACH_BACKEND(retained_buffer_grows_and_never_shrinks)
 {
-    hg_device *dev = open_sim();
+    hg_device *dev = open_on(backend);
     ASSERT(dev != NULL);
     stage_retained r = {0, 0};
     hg_err e;
@@ -105,9 +108,9 @@ TEST(retained_buffer_grows_and_never_shrinks)
 
 /* An arg that grows by 4 KiB a run (a KV cache during decode) makes
  * O(log n) allocations of the retained buffer over n runs, not one a run. */
-TEST(retained_buffer_grows_geometrically)
+TEST_EACH_BACKEND(retained_buffer_grows_geometrically)
 {
-    hg_device *dev = open_sim();
+    hg_device *dev = open_on(backend);
     ASSERT(dev != NULL);
     stage_retained r = {0, 0};
     hg_err e;
@@ -123,9 +126,9 @@ TEST(retained_buffer_grows_geometrically)
 
 /* Growth stays within the device: when doubling would not fit, the buffer
  * is exactly what is required. */
-TEST(retained_growth_is_capped_by_device_memory)
+TEST_EACH_BACKEND(retained_growth_is_capped_by_device_memory)
 {
-    hg_device *dev = test_device_open("sim:cores=1,mem=100K");
+    hg_device *dev = test_device_on(backend, "cores=1,mem=100K");
     ASSERT(dev != NULL);
     stage_retained r = {0, 0};
     hg_err e;
@@ -138,9 +141,9 @@ TEST(retained_growth_is_capped_by_device_memory)
     hg_device_close(dev);
 }
 
-TEST(impossible_sizes_fail_before_any_allocation)
+TEST_EACH_BACKEND(impossible_sizes_fail_before_any_allocation)
 {
-    hg_device *dev = open_sim();
+    hg_device *dev = open_on(backend);
     ASSERT(dev != NULL);
     /* A host buffer that claims SIZE_MAX bytes: planning must never touch it. */
     static char byte;
@@ -174,9 +177,9 @@ TEST(impossible_sizes_fail_before_any_allocation)
     hg_device_close(dev);
 }
 
-TEST(bad_args_get_named_errors)
+TEST_EACH_BACKEND(bad_args_get_named_errors)
 {
-    hg_device *dev = open_sim();
+    hg_device *dev = open_on(backend);
     ASSERT(dev != NULL);
     hg_hostbuf *hb;
     ASSERT_OK(hg_hostbuf_create(100, &hb));
@@ -219,9 +222,9 @@ TEST(bad_args_get_named_errors)
     hg_device_close(dev);
 }
 
-TEST(arg_limits_are_enforced_with_a_named_error)
+TEST_EACH_BACKEND(arg_limits_are_enforced_with_a_named_error)
 {
-    hg_device *dev = open_sim();
+    hg_device *dev = open_on(backend);
     ASSERT(dev != NULL);
     enum { N = HG_MAX_TENSOR_ARGS + 1 };
     static hg_arg args[N];
@@ -250,9 +253,9 @@ TEST(arg_limits_are_enforced_with_a_named_error)
     hg_device_close(dev);
 }
 
-TEST(release_frees_run_owned_memory_only)
+TEST_EACH_BACKEND(release_frees_run_owned_memory_only)
 {
-    hg_device *dev = open_sim();
+    hg_device *dev = open_on(backend);
     ASSERT(dev != NULL);
     hg_hostbuf *hb, *empty;
     ASSERT_OK(hg_hostbuf_create(64, &hb));
@@ -304,6 +307,138 @@ TEST(release_frees_run_owned_memory_only)
     stage_plan_free(&p);
     hg_hostbuf_destroy(hb);
     hg_hostbuf_destroy(empty);
+    hg_device_close(dev);
+}
+
+/* A chain of W tasks writing one view of an INOUT notes it once (copy-back
+ * sorts the notes: W of them would cost O(W log W)); views that come back
+ * out of turn are noted again and dropped when copy-back plans.  The whole
+ * run copies the bytes back once: tests/run/writeback_test.c counts that. */
+TEST_EACH_BACKEND(a_chain_writing_one_view_notes_it_once)
+{
+    enum { W = 1000 };
+    hg_device *dev = open_on(backend);
+    ASSERT(dev != NULL);
+    hg_hostbuf *hb;
+    ASSERT_OK(hg_hostbuf_create(128, &hb));
+    hg_arg args[1] = {u8_arg("c", HG_INOUT, hb, 128)};
+    stage_plan p;
+    stage_plan_init(&p, NULL);
+    hg_err e;
+    ASSERT_OK(build_and_layout(&p, dev, args, 1, &e));
+    hg_tensor a, b;
+    ASSERT_OK(hg_tensor_slice(&args[0].tensor, 0, 0, 64, &a));
+    ASSERT_OK(hg_tensor_slice(&args[0].tensor, 0, 64, 64, &b));
+    for (int t = 0; t < W; t++)
+        ASSERT_OK(stage_note_written(&p, 0, &a, &e));
+    ASSERT_UEQ(p.nwritten, 1);
+    ASSERT_OK(stage_note_written(&p, 0, &b, &e));
+    ASSERT_OK(stage_note_written(&p, 0, &a, &e));
+    ASSERT_UEQ(p.nwritten, 3);
+    stage_plan_free(&p);
+    hg_hostbuf_destroy(hb);
+    hg_device_close(dev);
+}
+
+/* Copy-back writes each byte of the written views' union once: through
+ * host staging when the views are several (all or nothing across ranges),
+ * straight into the host buffer when they are one dense range (the sim's
+ * copy of one range writes all of it or none).  Either way the union comes
+ * from the device and every other byte (a strided view's gaps included)
+ * stays as the host had it. */
+static void copy_back_case(int nviews, uint64_t *committed, uint64_t *direct)
+{
+    enum { SIZE = 1 << 20 };
+    hg_device *dev = test_device_open("sim:cores=1");
+    ASSERT(dev != NULL);
+    hg_hostbuf *hb;
+    ASSERT_OK(hg_hostbuf_create(SIZE, &hb));
+    unsigned char *h = hg_hostbuf_data(hb), *d = malloc(SIZE);
+    ASSERT(d != NULL);
+    for (size_t i = 0; i < SIZE; i++)
+        h[i] = (unsigned char)(i * 3), d[i] = (unsigned char)(i * 7 + 1);
+    hg_arg args[1] = {u8_arg("c", HG_INOUT, hb, SIZE)};
+    stage_plan p;
+    stage_plan_init(&p, NULL);
+    stage_retained r = {0, 0};
+    hg_err e;
+    ASSERT_OK(build_and_layout(&p, dev, args, 1, &e));
+    ASSERT_OK(stage_retained_reserve(&r, dev, NULL, p.required, &e));
+    ASSERT_OK(stage_upload(&p, dev, &r, &e));
+    ASSERT_OK(device_copy_to(dev, p.args[0].dev_region, d, SIZE, NULL));
+    hg_tensor v[4];
+    ASSERT_OK(hg_tensor_slice(&args[0].tensor, 0, 0, SIZE / 2, &v[0]));
+    ASSERT_OK(hg_tensor_slice(&args[0].tensor, 0, SIZE / 4, SIZE / 2, &v[1]));
+    v[2] = v[0];
+    v[3] = args[0].tensor; /* every other byte of the last quarter */
+    v[3].offset = 3 * SIZE / 4;
+    v[3].shape[0] = SIZE / 8;
+    v[3].strides[0] = 2;
+    for (int k = 0; k < nviews; k++)
+        ASSERT_OK(stage_note_written(&p, 0, &v[k], &e));
+    ASSERT_OK(stage_copy_back(&p, dev, &e));
+    for (size_t i = 0; i < SIZE; i++) {
+        bool written = nviews == 1 ? i < SIZE / 2 : i < 3 * SIZE / 4 || (i - 3 * SIZE / 4) % 2 == 0;
+        ASSERT_EQ(h[i], written ? d[i] : (unsigned char)(i * 3));
+    }
+    *committed = p.rstats.committed_bytes;
+    *direct = p.direct_fetches;
+    stage_release(&p, dev);
+    stage_retained_free(&r, dev, NULL);
+    stage_plan_free(&p);
+    free(d);
+    hg_hostbuf_destroy(hb);
+    hg_device_close(dev);
+}
+
+TEST(copy_back_commits_the_union_once)
+{
+    enum { SIZE = 1 << 20 };
+    uint64_t committed, direct;
+    copy_back_case(4, &committed, &direct);
+    ASSERT_UEQ(committed, 3 * SIZE / 4 + SIZE / 8);
+    ASSERT_UEQ(direct, 0);
+    copy_back_case(1, &committed, &direct);
+    ASSERT_UEQ(committed, SIZE / 2);
+    ASSERT_UEQ(direct, 1);
+}
+
+/* Strided views that tile one range between them (the two column halves of
+ * a matrix, as bgemm's C tiles are) cover it exactly: it comes straight
+ * back too, each byte once. */
+TEST(tiles_covering_one_range_come_back_straight)
+{
+    enum { ROWS = 64, COLS = 256 };
+    hg_device *dev = test_device_open("sim:cores=1");
+    ASSERT(dev != NULL);
+    hg_hostbuf *hb;
+    ASSERT_OK(hg_hostbuf_create(ROWS * COLS, &hb));
+    hg_arg a = {"c", HG_INOUT, {0}, 0, HG_STAGED};
+    size_t shape[2] = {ROWS, COLS};
+    ASSERT_OK(hg_tensor_host(&a.tensor, hb, HG_U8, 2, shape));
+    stage_plan p;
+    stage_plan_init(&p, NULL);
+    stage_retained r = {0, 0};
+    hg_err e;
+    ASSERT_OK(build_and_layout(&p, dev, &a, 1, &e));
+    ASSERT_OK(stage_retained_reserve(&r, dev, NULL, p.required, &e));
+    ASSERT_OK(stage_upload(&p, dev, &r, &e));
+    ASSERT_OK(device_fill(dev, p.args[0].dev_region, 9, ROWS * COLS));
+    for (int half = 0; half < 2; half++) {
+        hg_tensor v;
+        ASSERT_OK(hg_tensor_slice(&a.tensor, 1, (size_t)half * COLS / 2, COLS / 2, &v));
+        ASSERT_OK(stage_note_written(&p, 0, &v, &e));
+    }
+    ASSERT_OK(stage_copy_back(&p, dev, &e));
+    ASSERT_UEQ(p.direct_fetches, 1);
+    ASSERT_UEQ(p.rstats.committed_bytes, ROWS * COLS);
+    const unsigned char *h = hg_hostbuf_data(hb);
+    for (size_t i = 0; i < ROWS * COLS; i++)
+        ASSERT_EQ(h[i], 9);
+    stage_release(&p, dev);
+    stage_retained_free(&r, dev, NULL);
+    stage_plan_free(&p);
+    hg_hostbuf_destroy(hb);
     hg_device_close(dev);
 }
 

@@ -1,0 +1,135 @@
+/*
+ * replay_compare.c: verify mode's check of a recording against a fresh
+ * orchestration of the same run: the scratch it took, the views its tasks
+ * wrote, the host views it read, then task by task the kernel, args,
+ * scalars and dependencies.  The first difference fails the run with
+ * HG_ESTALE naming the task and the field: something the orchestration
+ * depends on changed without the runner knowing (a global, the contents of
+ * its user pointer), which hg_runner_invalidate_replay declares.
+ */
+#include <string.h>
+
+#include "run/replay.h"
+
+#define UNDECLARED                                                                                 \
+    "(the orchestration depends on something it did not declare: see "                             \
+    "hg_runner_invalidate_replay)"
+
+static bool view_same(const hg_tensor *a, const hg_tensor *b)
+{
+    if (a->dtype != b->dtype || a->ndims != b->ndims || a->offset != b->offset ||
+        a->host != b->host)
+        return false;
+    const uint32_t n = a->ndims < HG_MAX_DIMS ? a->ndims : HG_MAX_DIMS;
+    for (uint32_t d = 0; d < n; d++)
+        if (a->shape[d] != b->shape[d] || a->strides[d] != b->strides[d])
+            return false;
+    return true;
+}
+
+static bool written_same(const replay_written *a, const replay_written *b)
+{
+    return a->arg == b->arg && a->lo == b->lo && a->hi == b->hi && a->strided == b->strided &&
+           (!a->strided || view_same(&a->view, &b->view));
+}
+
+int replay_compare_log(const replay_state *rs, hg_err *e)
+{
+    const replay_log *r = &rs->rec, *c = &rs->cur;
+    if (r->nscratch != c->nscratch)
+        return err_set(e, HG_ESTALE,
+                       "replay: the orchestration took %u scratch, the recording %u " UNDECLARED,
+                       c->nscratch, r->nscratch);
+    for (uint32_t k = 0; k < r->nscratch; k++) {
+        hg_tensor a = r->scratch[k].view, b = c->scratch[k].view;
+        a.device = b.device = 0; /* where the pool put it is placement, not the graph */
+        if (strcmp(r->scratch[k].name, c->scratch[k].name) != 0 || !view_same(&a, &b))
+            return err_set(e, HG_ESTALE,
+                           "replay: scratch %u ('%s'): name, dtype or shape differs " UNDECLARED, k,
+                           c->scratch[k].name);
+    }
+    if (r->nreads != c->nreads)
+        return err_set(e, HG_ESTALE,
+                       "replay: the orchestration read %u host views, the recording %u " UNDECLARED,
+                       c->nreads, r->nreads);
+    for (uint32_t k = 0; k < r->nreads; k++)
+        if (r->reads[k].arg != c->reads[k].arg)
+            return err_set(e, HG_ESTALE,
+                           "replay: host read %u: of arg %u, the recording's of arg %u " UNDECLARED,
+                           k, c->reads[k].arg, r->reads[k].arg);
+    if (r->nwritten != c->nwritten)
+        return err_set(e, HG_ESTALE,
+                       "replay: tasks wrote %u views, in the recording %u " UNDECLARED, c->nwritten,
+                       r->nwritten);
+    for (uint32_t k = 0; k < r->nwritten; k++)
+        if (!written_same(&r->written[k], &c->written[k]))
+            return err_set(e, HG_ESTALE, "replay: written view %u (of arg %u) differs " UNDECLARED,
+                           k, c->written[k].arg);
+    return 0;
+}
+
+/* The first field of task arg a that differs from b, or NULL. */
+static const char *targ_diff(const graph_targ *a, const graph_targ *b)
+{
+    if (a->addr != b->addr || a->lo != b->lo || a->hi != b->hi)
+        return "device range";
+    if (a->dtype != b->dtype)
+        return "dtype";
+    if (a->ndims != b->ndims)
+        return "ndims";
+    if (memcmp(a->shape, b->shape, sizeof a->shape) != 0)
+        return "shape";
+    if (memcmp(a->strides, b->strides, sizeof a->strides) != 0)
+        return "strides";
+    if (a->read != b->read || a->write != b->write)
+        return "access";
+    return NULL;
+}
+
+/* The first field of task t that differs between r (recorded) and g. */
+static int task_diff(const graph *r, const graph *g, uint32_t t, hg_err *e)
+{
+    const graph_task *a = &r->tasks[t], *b = &g->tasks[t];
+    const char *name = b->name;
+#define DIFF(...) err_set(e, HG_ESTALE, "replay: task %u ('%s'): " __VA_ARGS__)
+    if (a->fn != b->fn || a->dev_kernel != b->dev_kernel || strcmp(a->name, b->name) != 0)
+        return DIFF("kernel is '%s' in the recording " UNDECLARED, t, name, a->name);
+    if (a->core != b->core)
+        return DIFF("core type differs " UNDECLARED, t, name);
+    if (a->nargs != b->nargs)
+        return DIFF("%u args, %u in the recording " UNDECLARED, t, name, b->nargs, a->nargs);
+    for (uint32_t i = 0; i < a->nargs; i++) {
+        const char *f = targ_diff(&graph_task_args(r, a)[i], &graph_task_args(g, b)[i]);
+        if (f != NULL)
+            return DIFF("arg %u: %s differs from the recording " UNDECLARED, t, name, i, f);
+    }
+    if (a->nscalars != b->nscalars)
+        return DIFF("%u scalars, %u in the recording " UNDECLARED, t, name, b->nscalars,
+                    a->nscalars);
+    for (uint32_t i = 0; i < a->nscalars; i++) {
+        const uint64_t x = graph_task_scalars(r, a)[i], y = graph_task_scalars(g, b)[i];
+        if (x != y)
+            return DIFF("scalar %u is %llu, %llu in the recording " UNDECLARED, t, name, i,
+                        (unsigned long long)y, (unsigned long long)x);
+    }
+    if (a->npreds != b->npreds || a->nsucc != b->nsucc ||
+        memcmp(graph_task_succ(r, a), graph_task_succ(g, b), a->nsucc * sizeof(uint32_t)) != 0)
+        return DIFF("dependencies differ from the recording " UNDECLARED, t, name);
+#undef DIFF
+    return 0;
+}
+
+int replay_compare_graph(const replay_state *rs, const graph *g, hg_err *e)
+{
+    const graph *r = &rs->graph;
+    if (r->ntasks != g->ntasks)
+        return err_set(e, HG_ESTALE,
+                       "replay: the orchestration submitted %u tasks, the recording %u " UNDECLARED,
+                       g->ntasks, r->ntasks);
+    for (uint32_t t = 0; t < g->ntasks; t++) {
+        int rc = task_diff(r, g, t, e);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}

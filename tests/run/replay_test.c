@@ -1,0 +1,790 @@
+/*
+ * replay_test.c: checked graph replay (hg_runner_set_replay), clause by
+ * clause of the contract in include/hostgraph.h: what is recorded, when a
+ * run replays and when it must orchestrate (callable, every arg field, host
+ * reads' generations, device regions that move), verify mode's byte check
+ * and graph comparison (an orchestration that reads a global), failures
+ * (which keep, which drop the recording), bytes and results equal to
+ * orchestrated runs, and the recording's memory.  Everything is counted
+ * (orchestrations, kernel calls, bytes), never timed.
+ */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "hostgraph.h"
+#include "run/run.h"
+#include "scene/scene.h"
+#include "stage/residency.h"
+#include "testlib.h"
+
+#define N      4096 /* elements of in and out */
+#define CHUNKS 8    /* tasks: one per chunk */
+
+static atomic_int kernel_calls;
+static int g_bias;               /* a global the "global" orchestration reads */
+static hg_runner *cancel_target; /* k_scale cancels it once when armed */
+static atomic_bool cancel_armed;
+
+static size_t numel(const hg_kview *v)
+{
+    size_t n = 1;
+    for (uint32_t d = 0; d < v->ndims; d++)
+        n *= v->shape[d];
+    return n;
+}
+
+/* out = in * scale + bias (scalars 0, 1); fails on in[0] == 13. */
+static int k_scale(const hg_kernel_ctx *ctx)
+{
+    atomic_fetch_add(&kernel_calls, 1);
+    if (atomic_exchange(&cancel_armed, false))
+        hg_runner_cancel(cancel_target);
+    const float *in = ctx->args[0].data;
+    float *out = ctx->args[1].data;
+    if (in[0] == 13.0f)
+        return 13;
+    const float s = (float)(int64_t)ctx->scalars[0], b = (float)(int64_t)ctx->scalars[1];
+    const size_t n =
+        numel(&ctx->args[0]) < numel(&ctx->args[1]) ? numel(&ctx->args[0]) : numel(&ctx->args[1]);
+    for (size_t i = 0; i < n; i++) /* dense but for the arg-change test's views */
+        out[i] = in[i] * s + b;
+    return 0;
+}
+
+static int k_nop(const hg_kernel_ctx *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
+static const hg_kernel K_SCALE = {"scale", k_scale, HG_CORE_VECTOR, NULL, NULL};
+static const hg_kernel K_NOP = {"nop", k_nop, HG_CORE_VECTOR, NULL, NULL};
+
+typedef struct orch_ctx {
+    int orchestrations;
+    bool read_cfg;    /* scale from the host view of arg 2 ("cfg") */
+    bool read_global; /* bias from g_bias */
+    bool scratch;     /* go through scratch: tmp = in * scale; out = tmp */
+    bool fail;        /* hg_orch_fail */
+} orch_ctx;
+
+static int submit(hg_orch *o, const hg_kernel *k, uint32_t a, const hg_tensor *va, uint32_t b,
+                  hg_dir bdir, const hg_tensor *vb, const uint64_t *sc)
+{
+    hg_task_arg ta[2] = {{a, HG_IN, *va}, {b, bdir, *vb}};
+    hg_task_desc d = {k, ta, 2, sc, 2, NULL, 0};
+    return hg_task_submit(o, &d, NULL);
+}
+
+/* One task per chunk: out[c] = in[c] * scale + bias (through scratch when
+ * asked). */
+static int orch_scale(hg_orch *o, void *user)
+{
+    orch_ctx *c = user;
+    c->orchestrations++;
+    if (c->fail)
+        return hg_orch_fail(o, HG_EINVAL, "asked to fail");
+    int64_t scale = 2, bias = c->read_global ? g_bias : 0;
+    if (c->read_cfg) {
+        const void *p;
+        int rc = hg_orch_host_view(o, 2, &p);
+        if (rc != 0)
+            return rc;
+        scale = *(const int32_t *)p;
+    }
+    const hg_arg *in, *out;
+    hg_orch_arg(o, 0, &in);
+    hg_orch_arg(o, 1, &out);
+    uint32_t mid = 0;
+    hg_tensor tmp = in->tensor;
+    if (c->scratch) {
+        size_t shape[1] = {N};
+        if (hg_orch_scratch(o, "tmp", HG_F32, 1, shape, &mid, &tmp) != 0)
+            return HG_EINVAL;
+    }
+    const uint64_t sc[2] = {(uint64_t)scale, (uint64_t)bias}, one[2] = {1, 0};
+    for (uint32_t k = 0; k < CHUNKS; k++) {
+        hg_tensor vi, vo, vt;
+        const size_t ci = in->tensor.shape[0] / CHUNKS, co = out->tensor.shape[0] / CHUNKS;
+        hg_tensor_slice(&in->tensor, 0, k * ci, ci, &vi);
+        hg_tensor_slice(&out->tensor, 0, k * co, co, &vo);
+        const hg_kernel *kern = &K_SCALE;
+        int rc;
+        if (c->scratch) {
+            hg_tensor_slice(&tmp, 0, k * (N / CHUNKS), N / CHUNKS, &vt);
+            rc = submit(o, kern, 0, &vi, mid, HG_OUT, &vt, sc);
+            if (rc == 0)
+                rc = submit(o, &K_SCALE, mid, &vt, 1, out->dir, &vo, one);
+        } else {
+            rc = submit(o, kern, 0, &vi, 1, out->dir, &vo, sc);
+        }
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------- fixture */
+
+typedef struct fx {
+    hg_device *dev;
+    hg_runner *r;
+    hg_hostbuf *in, *out, *cfg;
+    hg_arg args[3];
+    orch_ctx ctx;
+    hg_callable c;
+    hg_run_stats s;
+} fx;
+
+static void fx_open(fx *f, const char *spec, hg_residency res)
+{
+    memset(f, 0, sizeof *f);
+    hg_device_open(spec, &f->dev, NULL, 0);
+    hg_runner_open(f->dev, &f->r);
+    hg_runner_set_replay(f->r, true);
+    hg_hostbuf_create(N * sizeof(float), &f->in);
+    hg_hostbuf_create(N * sizeof(float), &f->out);
+    hg_hostbuf_create(sizeof(int32_t), &f->cfg);
+    float *p = hg_hostbuf_data(f->in);
+    for (size_t i = 0; i < N; i++)
+        p[i] = (float)(i % 97);
+    const int32_t three = 3;
+    hg_hostbuf_write(f->cfg, 0, &three, sizeof three);
+    size_t n = N, one = 1;
+    f->args[0] = (hg_arg){"in", HG_IN, {0}, 0, res};
+    f->args[1] = (hg_arg){"out", HG_OUT, {0}, 0, HG_STAGED};
+    f->args[2] = (hg_arg){"cfg", HG_IN, {0}, 0, res};
+    hg_tensor_host(&f->args[0].tensor, f->in, HG_F32, 1, &n);
+    hg_tensor_host(&f->args[1].tensor, f->out, HG_F32, 1, &n);
+    hg_tensor_host(&f->args[2].tensor, f->cfg, HG_I32, 1, &one);
+    f->ctx.read_cfg = true;
+    f->c = (hg_callable){"scale", orch_scale, &f->ctx};
+}
+
+static void fx_close(fx *f)
+{
+    hg_runner_close(f->r);
+    hg_hostbuf_destroy(f->in);
+    hg_hostbuf_destroy(f->out);
+    hg_hostbuf_destroy(f->cfg);
+    hg_device_close(f->dev);
+}
+
+static int fx_run(fx *f)
+{
+    return hg_runner_run(f->r, &f->c, f->args, 3, &f->s);
+}
+
+/* out == in * scale + bias, element by element. */
+static bool out_is(const fx *f, float scale, float bias)
+{
+    const float *in = hg_hostbuf_data(f->in), *out = hg_hostbuf_data(f->out);
+    for (size_t i = 0; i < N; i++)
+        if (out[i] != in[i] * scale + bias)
+            return false;
+    return true;
+}
+
+static void set_in0(fx *f, float v)
+{
+    hg_hostbuf_write(f->in, 0, &v, sizeof v);
+}
+
+/* --------------------------------------------------------------- tests */
+
+TEST(replay_is_off_by_default)
+{
+    fx f;
+    fx_open(&f, "sim:cores=2", HG_STAGED);
+    hg_runner_set_replay(f.r, false);
+    for (int i = 0; i < 3; i++) {
+        ASSERT_OK(fx_run(&f));
+        ASSERT_EQ(f.s.replayed, 0);
+    }
+    ASSERT_EQ(f.ctx.orchestrations, 3);
+    ASSERT_UEQ(hg_runner_replay_bytes(f.r), 0);
+    fx_close(&f);
+}
+
+/* The second run of the same call replays: no orchestration, the same
+ * graph, the same results (also after an IN the orchestration did not read
+ * changed); its orch_ns is the checks alone. */
+TEST(same_call_replays)
+{
+    fx f;
+    fx_open(&f, "sim:cores=2", HG_STAGED);
+    ASSERT_OK(fx_run(&f));
+    ASSERT_EQ(f.s.replayed, 0);
+    const hg_run_stats first = f.s;
+    ASSERT_OK(fx_run(&f));
+    ASSERT_EQ(f.s.replayed, 1);
+    ASSERT_EQ(f.ctx.orchestrations, 1);
+    ASSERT_EQ(f.s.tasks, first.tasks);
+    ASSERT_EQ(f.s.edges, first.edges);
+    ASSERT(out_is(&f, 3, 0));
+    set_in0(&f, 5.0f); /* not read on the host: still replays, computes on it */
+    ASSERT_OK(fx_run(&f));
+    ASSERT_EQ(f.s.replayed, 1);
+    ASSERT_EQ(f.ctx.orchestrations, 1);
+    ASSERT(out_is(&f, 3, 0));
+    ASSERT_UGT(hg_runner_replay_bytes(f.r), 0);
+    fx_close(&f);
+}
+
+/* Same callable: orchestrate function, user pointer and name, each. */
+TEST(other_callable_orchestrates)
+{
+    fx f;
+    fx_open(&f, "sim:cores=2", HG_STAGED);
+    orch_ctx other = f.ctx;
+    ASSERT_OK(fx_run(&f));
+    hg_callable variants[3] = {
+        {"scale", orch_scale, &other}, {"scale2", orch_scale, &f.ctx}, {NULL, orch_scale, &f.ctx}};
+    for (int v = 0; v < 3; v++) {
+        ASSERT_OK(fx_run(&f)); /* the base call replays */
+        ASSERT_EQ(f.s.replayed, 1);
+        const int before = f.ctx.orchestrations + other.orchestrations;
+        ASSERT_OK(hg_runner_run(f.r, &variants[v], f.args, 3, &f.s));
+        ASSERT_EQ(f.s.replayed, 0);
+        ASSERT_EQ(f.ctx.orchestrations + other.orchestrations, before + 1);
+        ASSERT_OK(hg_runner_run(f.r, &variants[v], f.args, 3, &f.s)); /* now its own */
+        ASSERT_EQ(f.s.replayed, 1);
+        ASSERT_OK(fx_run(&f)); /* back: the base call records again */
+        ASSERT_EQ(f.s.replayed, 0);
+    }
+    fx_close(&f);
+}
+
+/* Same args: each field of each kind of arg, changed alone, orchestrates. */
+TEST(any_arg_change_orchestrates)
+{
+    fx f;
+    fx_open(&f, "sim:cores=2", HG_STAGED);
+    hg_hostbuf *other;
+    hg_hostbuf_create(2 * N * sizeof(float), &other);
+    enum { NAME, DIR, DTYPE, SHAPE, STRIDE, OFFSET, BUFFER, RESIDENCY, NVAR };
+    const hg_arg orig[3] = {f.args[0], f.args[1], f.args[2]};
+    for (int v = 0; v < NVAR; v++) {
+        hg_arg *a = &f.args[1]; /* "out" */
+        if (v == STRIDE) {      /* from a 2-D view to its transpose's layout */
+            a->tensor.ndims = 2, a->tensor.shape[0] = N / 2, a->tensor.shape[1] = 2;
+            a->tensor.strides[0] = 2, a->tensor.strides[1] = 1;
+        }
+        if (v == OFFSET) /* from offset 0 to 8, the shape the same */
+            a->tensor.shape[0] = N - 8;
+        ASSERT_OK(fx_run(&f));
+        ASSERT_OK(fx_run(&f));
+        ASSERT_EQ(f.s.replayed, 1);
+        switch (v) {
+        case NAME:
+            a->name = "out2";
+            break;
+        case DIR:
+            a->dir = HG_INOUT;
+            break;
+        case DTYPE:
+            a->tensor.dtype = HG_I32;
+            break;
+        case SHAPE:
+            a->tensor.shape[0] = N / 2;
+            break;
+        case STRIDE:
+            a->tensor.strides[0] = 1, a->tensor.strides[1] = N / 2;
+            break;
+        case OFFSET:
+            a->tensor.offset = 8;
+            break;
+        case BUFFER:
+            a->tensor.host = other;
+            break;
+        case RESIDENCY:
+            f.args[0].residency = HG_RESIDENT;
+            break;
+        }
+        const int before = f.ctx.orchestrations;
+        int rc = fx_run(&f); /* some changes make the orchestration's views wrong */
+        ASSERT_EQ(f.ctx.orchestrations, before + 1);
+        ASSERT_EQ(f.s.replayed, 0);
+        (void)rc;
+        memcpy(f.args, orig, sizeof orig);
+    }
+    hg_hostbuf_destroy(other);
+    fx_close(&f);
+}
+
+static int orch_scalar(hg_orch *o, void *user)
+{
+    orch_ctx *c = user;
+    c->orchestrations++;
+    const hg_arg *in, *out, *s;
+    hg_orch_arg(o, 0, &in);
+    hg_orch_arg(o, 1, &out);
+    hg_orch_arg(o, 3, &s);
+    const uint64_t sc[2] = {s->scalar, 0};
+    return submit(o, &K_SCALE, 0, &in->tensor, 1, HG_OUT, &out->tensor, sc);
+}
+
+/* A scalar arg's value is part of the args. */
+TEST(scalar_value_change_orchestrates)
+{
+    fx f;
+    fx_open(&f, "sim:cores=2", HG_STAGED);
+    hg_arg args[4] = {f.args[0], f.args[1], f.args[2], {"k", HG_SCALAR, {0}, 4, HG_STAGED}};
+    hg_callable c = {"scalar", orch_scalar, &f.ctx};
+    ASSERT_OK(hg_runner_run(f.r, &c, args, 4, &f.s));
+    ASSERT_OK(hg_runner_run(f.r, &c, args, 4, &f.s));
+    ASSERT_EQ(f.s.replayed, 1);
+    args[3].scalar = 5;
+    ASSERT_OK(hg_runner_run(f.r, &c, args, 4, &f.s));
+    ASSERT_EQ(f.s.replayed, 0);
+    ASSERT(out_is(&f, 5, 0));
+    ASSERT_EQ(f.ctx.orchestrations, 2);
+    fx_close(&f);
+}
+
+/* A host view read at generation g: a write through the API (any range)
+ * orchestrates again, with the new value; an unread buffer's does not. */
+TEST(host_read_generation_decides)
+{
+    for (int res = 0; res < 2; res++) {
+        fx f;
+        fx_open(&f, "sim:cores=2", (hg_residency)res);
+        ASSERT_OK(fx_run(&f));
+        ASSERT_OK(fx_run(&f));
+        ASSERT_EQ(f.s.replayed, 1);
+        const int32_t seven = 7;
+        ASSERT_OK(hg_hostbuf_write(f.cfg, 0, &seven, sizeof seven));
+        ASSERT_OK(fx_run(&f));
+        ASSERT_EQ(f.s.replayed, 0);
+        ASSERT_EQ(f.ctx.orchestrations, 2);
+        ASSERT(out_is(&f, 7, 0));
+        ASSERT_OK(hg_hostbuf_mark_written(f.cfg, 0, 0)); /* an empty write still moves it */
+        ASSERT_OK(fx_run(&f));
+        ASSERT_EQ(f.s.replayed, 0);
+        ASSERT_OK(fx_run(&f));
+        ASSERT_EQ(f.s.replayed, 1);
+        ASSERT(out_is(&f, 7, 0));
+        fx_close(&f);
+    }
+}
+
+/* Verify mode checks the read bytes: a write that bypassed the API at the
+ * same generation is HG_ESTALE naming the arg; nothing runs.  Without
+ * verify the generation is all that is checked (the contract's caveat). */
+TEST(verify_checks_read_bytes)
+{
+    fx f;
+    fx_open(&f, "sim:cores=2", HG_STAGED);
+    hg_runner_set_verify(f.r, true);
+    ASSERT_OK(fx_run(&f));
+    ASSERT_OK(fx_run(&f));
+    ASSERT_EQ(f.s.replayed, 1);
+    ASSERT_EQ(f.ctx.orchestrations, 2);     /* verify orchestrates too */
+    *(int32_t *)hg_hostbuf_data(f.cfg) = 9; /* behind the API */
+    const int calls = atomic_load(&kernel_calls);
+    const uint64_t gen = hg_hostbuf_generation(f.out);
+    ASSERT_EQ(fx_run(&f), HG_ESTALE);
+    ASSERT(strstr(hg_runner_errmsg(f.r), "'cfg'") != NULL);
+    ASSERT_EQ(atomic_load(&kernel_calls), calls);
+    ASSERT_UEQ(hg_hostbuf_generation(f.out), gen);
+    ASSERT(out_is(&f, 3, 0));
+    ASSERT_OK(hg_hostbuf_mark_written(f.cfg, 0, 4));
+    ASSERT_OK(fx_run(&f));
+    ASSERT(out_is(&f, 9, 0));
+    hg_runner_set_verify(f.r, false);
+    *(int32_t *)hg_hostbuf_data(f.cfg) = 11; /* behind the API, verify off */
+    ASSERT_OK(fx_run(&f));
+    ASSERT_EQ(f.s.replayed, 1);
+    ASSERT(out_is(&f, 9, 0)); /* the stale graph: why writes go through the API */
+    fx_close(&f);
+}
+
+/* An orchestration that reads a global: verify finds the difference and
+ * names the task and the field, running neither graph; without verify the
+ * caller declares it (hg_runner_invalidate_replay). */
+TEST(verify_catches_undeclared_global)
+{
+    fx f;
+    fx_open(&f, "sim:cores=2", HG_STAGED);
+    f.ctx.read_global = true;
+    g_bias = 1;
+    hg_runner_set_verify(f.r, true);
+    ASSERT_OK(fx_run(&f));
+    ASSERT_OK(fx_run(&f));
+    ASSERT_EQ(f.s.replayed, 1);
+    ASSERT(out_is(&f, 3, 1));
+    g_bias = 2;
+    const int calls = atomic_load(&kernel_calls);
+    const uint64_t gen = hg_hostbuf_generation(f.out);
+    ASSERT_EQ(fx_run(&f), HG_ESTALE);
+    ASSERT(strstr(hg_runner_errmsg(f.r), "task 0 ('scale')") != NULL);
+    ASSERT(strstr(hg_runner_errmsg(f.r), "scalar 1") != NULL);
+    ASSERT_EQ(atomic_load(&kernel_calls), calls);
+    ASSERT_UEQ(hg_hostbuf_generation(f.out), gen);
+    ASSERT(out_is(&f, 3, 1));
+    ASSERT_UEQ(hg_runner_replay_bytes(f.r), 0); /* dropped */
+    ASSERT_OK(fx_run(&f));
+    ASSERT_EQ(f.s.replayed, 0);
+    ASSERT(out_is(&f, 3, 2));
+    /* Verify off: the caller declares. */
+    hg_runner_set_verify(f.r, false);
+    g_bias = 4;
+    ASSERT_OK(fx_run(&f));
+    ASSERT_EQ(f.s.replayed, 1);
+    ASSERT(out_is(&f, 3, 2)); /* stale, undeclared */
+    hg_runner_invalidate_replay(f.r);
+    ASSERT_UEQ(hg_runner_replay_bytes(f.r), 0);
+    ASSERT_OK(fx_run(&f));
+    ASSERT_EQ(f.s.replayed, 0);
+    ASSERT(out_is(&f, 3, 4));
+    fx_close(&f);
+}
+
+/* A failed run keeps no recording of its own, whatever stage failed. */
+TEST(failed_run_records_nothing)
+{
+    for (int stage = 0; stage < 3; stage++) {
+        fx f;
+        fx_open(&f, "sim:cores=2", HG_STAGED);
+        if (stage == 0)
+            f.ctx.fail = true; /* orchestration */
+        if (stage == 1)
+            set_in0(&f, 13.0f); /* execution: a kernel fails */
+        if (stage == 2)
+            hg_device_inject_fault(f.dev, HG_FAULT_COPY, 3); /* copy-back (2 uploads first) */
+        ASSERT_NE(fx_run(&f), 0);
+        ASSERT_UEQ(hg_runner_replay_bytes(f.r), 0);
+        f.ctx.fail = false;
+        set_in0(&f, 1.0f);
+        ASSERT_OK(fx_run(&f));
+        ASSERT_EQ(f.s.replayed, 0);
+        ASSERT_EQ(f.ctx.orchestrations, 2);
+        fx_close(&f);
+    }
+}
+
+/* A replayed run that fails: the recording stays usable unless the failure
+ * was in the graph itself (execution). */
+TEST(replayed_failure_keeps_or_drops)
+{
+    fx f;
+    fx_open(&f, "sim:cores=1", HG_STAGED);
+    ASSERT_OK(fx_run(&f));
+    /* Copy-back fails (uploads: in, cfg; then the fetch): kept. */
+    hg_device_inject_fault(f.dev, HG_FAULT_COPY, 3);
+    ASSERT_EQ(fx_run(&f), HG_ECOPY);
+    ASSERT_EQ(f.s.replayed, 1);
+    ASSERT_OK(fx_run(&f));
+    ASSERT_EQ(f.s.replayed, 1);
+    ASSERT_EQ(f.ctx.orchestrations, 1);
+    /* Bind fails (an upload): kept. */
+    set_in0(&f, 2.0f);
+    hg_device_inject_fault(f.dev, HG_FAULT_COPY, 1);
+    ASSERT_EQ(fx_run(&f), HG_ECOPY);
+    ASSERT_OK(fx_run(&f));
+    ASSERT_EQ(f.s.replayed, 1);
+    /* Canceled during execution: kept. */
+    cancel_target = f.r;
+    atomic_store(&cancel_armed, true);
+    ASSERT_EQ(fx_run(&f), HG_ECANCELED);
+    ASSERT_EQ(f.s.replayed, 1);
+    ASSERT_OK(fx_run(&f));
+    ASSERT_EQ(f.s.replayed, 1);
+    ASSERT_EQ(f.ctx.orchestrations, 1);
+    /* A kernel fails: dropped; the next run orchestrates. */
+    set_in0(&f, 13.0f);
+    ASSERT_EQ(fx_run(&f), HG_EKERNEL);
+    ASSERT_EQ(f.s.replayed, 1);
+    ASSERT_UEQ(hg_runner_replay_bytes(f.r), 0);
+    set_in0(&f, 1.0f);
+    ASSERT_OK(fx_run(&f));
+    ASSERT_EQ(f.s.replayed, 0);
+    ASSERT_EQ(f.ctx.orchestrations, 2);
+    fx_close(&f);
+}
+
+/* A run whose orchestration fails after binding a bigger staged arg: the
+ * retained buffer grows (moves) and pooled scratch it did not use is
+ * freed, while the recording stays. */
+static void grow_and_fail(fx *f)
+{
+    hg_hostbuf *big;
+    hg_hostbuf_create(64 * N * sizeof(float), &big);
+    size_t n = 64 * N;
+    hg_arg a[3] = {{"big", HG_IN, {0}, 0, HG_STAGED}, f->args[1], f->args[2]};
+    hg_tensor_host(&a[0].tensor, big, HG_F32, 1, &n);
+    orch_ctx failing = {.fail = true};
+    hg_callable c = {"failing", orch_scale, &failing};
+    hg_runner_run(f->r, &c, a, 3, NULL);
+    hg_hostbuf_destroy(big);
+}
+
+/* Regions that moved re-resolve exactly: the retained buffer that grew,
+ * a resident copy uploaded elsewhere, scratch from another pool block. */
+TEST(moved_regions_replay)
+{
+    for (int what = 0; what < 3; what++) {
+        fx f;
+        fx_open(&f, "sim:cores=2", what == 1 ? HG_RESIDENT : HG_STAGED);
+        f.ctx.scratch = what == 2;
+        ASSERT_OK(fx_run(&f));
+        ASSERT_OK(fx_run(&f));
+        ASSERT_EQ(f.s.replayed, 1);
+        const uint32_t arg = what == 2 ? 3 : 0; /* the arg that moves */
+        const hg_devaddr was = f.r->replay.regions[arg];
+        hg_devaddr hole[8]; /* blocks growth in place, then fills the holes left */
+        for (int k = 0; k < 4; k++)
+            ASSERT_OK(hg_devbuf_malloc(f.dev, N * sizeof(float), &hole[k]));
+        if (what == 1) {
+            ASSERT_OK(hg_runner_set_budget(f.r, 1)); /* evicts the copies */
+            ASSERT_OK(hg_runner_set_budget(f.r, 0));
+        } else {
+            grow_and_fail(&f);
+        }
+        for (int k = 4; k < 8; k++)
+            ASSERT_OK(hg_devbuf_malloc(f.dev, N * sizeof(float), &hole[k]));
+        set_in0(&f, 6.0f);
+        ASSERT_OK(fx_run(&f));
+        ASSERT_EQ(f.s.replayed, 1);
+        ASSERT_EQ(f.ctx.orchestrations, 1);
+        ASSERT(f.r->replay.regions[arg] != was);
+        ASSERT(out_is(&f, 3, 0));
+        for (int k = 0; k < 8; k++)
+            hg_devbuf_free(f.dev, hole[k]);
+        fx_close(&f);
+    }
+}
+
+/* Args whose regions overlapped in the recording but moved apart do not
+ * replay (their dependencies came from that overlap). */
+TEST(broken_overlap_orchestrates)
+{
+    fx f;
+    fx_open(&f, "sim:cores=2", HG_STAGED);
+    ASSERT_OK(fx_run(&f));
+    replay_state *rs = &f.r->replay;
+    rs->regions[1] = rs->regions[0]; /* as if "in" and "out" had shared bytes */
+    ASSERT_OK(fx_run(&f));
+    ASSERT_EQ(f.s.replayed, 0);
+    ASSERT_EQ(f.ctx.orchestrations, 2);
+    ASSERT(out_is(&f, 3, 0));
+    fx_close(&f);
+}
+
+/* Args whose regions overlap now but did not when recorded do not replay
+ * either: two resident INs of the same bytes share one copy. */
+TEST(new_overlap_orchestrates)
+{
+    fx f;
+    fx_open(&f, "sim:cores=2", HG_RESIDENT);
+    hg_arg args[4] = {f.args[0], f.args[1], f.args[2], f.args[0]};
+    args[3].name = "in_again";
+    ASSERT_OK(hg_runner_run(f.r, &f.c, args, 4, &f.s));
+    replay_state *rs = &f.r->replay;
+    ASSERT(rs->regions[3] == rs->regions[0]); /* one copy */
+    rs->regions[3] += 1u << 20;               /* as if apart when recorded */
+    ASSERT_OK(hg_runner_run(f.r, &f.c, args, 4, &f.s));
+    ASSERT_EQ(f.s.replayed, 0);
+    ASSERT_EQ(f.ctx.orchestrations, 2);
+    ASSERT_OK(hg_runner_run(f.r, &f.c, args, 4, &f.s));
+    ASSERT_EQ(f.s.replayed, 1);
+    fx_close(&f);
+}
+
+/* T tasks, each one element of in -> one element of out. */
+static int orch_many(hg_orch *o, void *user)
+{
+    uint32_t t = *(const uint32_t *)user;
+    const hg_arg *in, *out;
+    hg_orch_arg(o, 0, &in);
+    hg_orch_arg(o, 1, &out);
+    const uint64_t sc[2] = {2, 0};
+    for (uint32_t k = 0; k < t; k++) {
+        hg_tensor vi, vo;
+        hg_tensor_slice(&in->tensor, 0, k % N, 1, &vi);
+        hg_tensor_slice(&out->tensor, 0, k % N, 1, &vo);
+        int rc = submit(o, &K_NOP, 0, &vi, 1, HG_OUT, &vo, sc);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+static uint64_t recording_bytes(fx *f, uint32_t *tasks)
+{
+    hg_callable c = {"many", orch_many, tasks};
+    if (hg_runner_run(f->r, &c, f->args, 3, NULL) != 0)
+        return 0;
+    return hg_runner_replay_bytes(f->r);
+}
+
+/* The recording's memory: O(tasks + task args), linear in the tasks, not
+ * growing with the recordings that replace it, freed on invalidate and
+ * when replay goes off (and at close: the sanitizer builds). */
+TEST(recording_memory_is_linear)
+{
+    fx f;
+    fx_open(&f, "sim:cores=2", HG_STAGED);
+    uint32_t small = 512, large = 4096;
+    const uint64_t b1 = recording_bytes(&f, &small);
+    hg_runner_invalidate_replay(f.r);
+    const uint64_t b8 = recording_bytes(&f, &large);
+    printf("  recording: %llu bytes for %u tasks, %llu for %u\n", (unsigned long long)b1, small,
+           (unsigned long long)b8, large);
+    ASSERT_UGT(b1, 0);
+    /* Two task args each: at most 512 bytes per task and task arg, plus
+     * a constant (args, names, first capacities). */
+    ASSERT_ULE(b8, 512ull * (large + 2ull * large) + 65536);
+    ASSERT_ULE(b8, b1 * 8 + b1 / 4);
+    for (int k = 0; k < 6; k++) /* replaced again and again: no growth */
+        ASSERT_ULE(recording_bytes(&f, k % 2 ? &small : &large), 2 * b8);
+    hg_runner_invalidate_replay(f.r);
+    ASSERT_UEQ(hg_runner_replay_bytes(f.r), 0);
+    ASSERT_UGT(recording_bytes(&f, &small), 0);
+    hg_runner_set_replay(f.r, false);
+    ASSERT_UEQ(hg_runner_replay_bytes(f.r), 0);
+    fx_close(&f);
+}
+
+/* Bytes and results of replayed rounds equal orchestrated ones': two
+ * runners, one replaying, through the same rounds (inputs and the read
+ * config changing now and then), in each residency mode, with and
+ * without scratch. */
+TEST(replayed_rounds_equal_orchestrated)
+{
+    for (int mode = 0; mode < 4; mode++) {
+        fx a, b;
+        fx_open(&a, "sim:cores=2", mode & 1 ? HG_RESIDENT : HG_STAGED);
+        fx_open(&b, "sim:cores=2", mode & 1 ? HG_RESIDENT : HG_STAGED);
+        hg_runner_set_replay(b.r, false);
+        a.ctx.scratch = b.ctx.scratch = mode & 2;
+        int replayed = 0;
+        for (int round = 0; round < 12; round++) {
+            const float v = (float)round;
+            if (round % 2) {
+                set_in0(&a, v);
+                set_in0(&b, v);
+            }
+            if (round % 5 == 4) {
+                const int32_t sc = round;
+                hg_hostbuf_write(a.cfg, 0, &sc, sizeof sc);
+                hg_hostbuf_write(b.cfg, 0, &sc, sizeof sc);
+            }
+            ASSERT_OK(fx_run(&a));
+            ASSERT_OK(fx_run(&b));
+            replayed += (int)a.s.replayed;
+            ASSERT_UEQ(a.s.h2d_bytes, b.s.h2d_bytes);
+            ASSERT_UEQ(a.s.d2h_bytes, b.s.d2h_bytes);
+            ASSERT_UEQ(a.s.h2d_copies, b.s.h2d_copies);
+            ASSERT_UEQ(a.s.d2h_copies, b.s.d2h_copies);
+            ASSERT_UEQ(a.s.resident_hits, b.s.resident_hits);
+            ASSERT_EQ(a.s.tasks, b.s.tasks);
+            ASSERT_EQ(a.s.edges, b.s.edges);
+            ASSERT_UEQ(hg_hostbuf_generation(a.out), hg_hostbuf_generation(b.out));
+            ASSERT(memcmp(hg_hostbuf_data(a.out), hg_hostbuf_data(b.out), N * sizeof(float)) == 0);
+        }
+        ASSERT_EQ(replayed, 12 - 1 - 2); /* the first round and two config changes orchestrate */
+        fx_close(&a);
+        fx_close(&b);
+    }
+}
+
+/* h2d_ns and d2h_ns: the copies' time, inside bind and copy-back. */
+TEST(copy_times_inside_stages)
+{
+    fx f;
+    fx_open(&f, "sim:cores=2", HG_STAGED);
+    ASSERT_OK(fx_run(&f));
+    ASSERT_UGT(f.s.h2d_bytes, 0);
+    ASSERT_UGT(f.s.h2d_ns, 0);
+    ASSERT_UGT(f.s.d2h_ns, 0);
+    ASSERT_ULE(f.s.h2d_ns, f.s.bind_ns);
+    ASSERT_ULE(f.s.d2h_ns, f.s.copyback_ns);
+    fx_close(&f);
+}
+
+/* ------------------------------------------------------------- scenes */
+
+enum { SCENE_ROUNDS = 4 };
+
+typedef struct scene_log {
+    hg_run_stats s[SCENE_ROUNDS];
+    uint64_t out_hash[SCENE_ROUNDS]; /* every OUT/INOUT arg's host bytes */
+    uint32_t rounds;
+} scene_log;
+
+static void log_scene_round(void *user, uint32_t round, const scene_case *c, const hg_run_stats *s)
+{
+    scene_log *log = user;
+    if (round > SCENE_ROUNDS)
+        return;
+    uint64_t h = 0;
+    for (uint32_t i = 0; i < c->nargs; i++) {
+        const hg_arg *a = &c->args[i];
+        if ((a->dir == HG_OUT || a->dir == HG_INOUT) && a->tensor.host != NULL)
+            h = h * 31 +
+                residency_hash(hg_hostbuf_data(a->tensor.host), hg_hostbuf_size(a->tensor.host));
+    }
+    log->s[round - 1] = *s;
+    log->out_hash[round - 1] = h;
+    log->rounds = round;
+}
+
+static int run_scene(const scene *sc, scene_residency mode, bool replay, bool verify,
+                     scene_log *log)
+{
+    scene_run_opts o = {.scene = sc,
+                        .rounds = SCENE_ROUNDS,
+                        .residency = mode,
+                        .replay = replay,
+                        .verify = verify,
+                        .device_spec = "sim:cube=1,vector=2",
+                        .quiet = true,
+                        .on_round = log_scene_round,
+                        .on_round_user = log};
+    memset(log, 0, sizeof *log);
+    scene_params_default(sc, o.params);
+    o.out = fopen("/dev/null", "w");
+    o.err = stderr;
+    int rc = scene_run(&o);
+    fclose(o.out);
+    return rc;
+}
+
+/* Every scene in every residency mode: with replay on, golden passes every
+ * round, rounds 2.. replay, and each round moves the same bytes and leaves
+ * the same outputs as with replay off (also with verify). */
+TEST(every_scene_replays_in_every_mode_with_equal_results)
+{
+    for (uint32_t i = 0; scene_at(i) != NULL; i++) {
+        const scene *sc = scene_at(i);
+        for (int m = 0; m < SCENE_RESIDENCY_COUNT; m++) {
+            scene_log off, on, ver;
+            ASSERT_EQ(run_scene(sc, (scene_residency)m, false, false, &off), SCENE_EXIT_OK);
+            ASSERT_EQ(run_scene(sc, (scene_residency)m, true, false, &on), SCENE_EXIT_OK);
+            ASSERT_EQ(run_scene(sc, (scene_residency)m, true, true, &ver), SCENE_EXIT_OK);
+            ASSERT_EQ(on.rounds, SCENE_ROUNDS);
+            for (int r = 0; r < SCENE_ROUNDS; r++) {
+                if (on.s[r].replayed != (r > 0) || ver.s[r].replayed != (r > 0))
+                    TEST_FAIL_("scene %s, mode %s, round %d: replayed %u (verify: %u)", sc->name,
+                               scene_residency_name((scene_residency)m), r + 1, on.s[r].replayed,
+                               ver.s[r].replayed);
+                ASSERT_UEQ(on.s[r].h2d_bytes, off.s[r].h2d_bytes);
+                ASSERT_UEQ(on.s[r].d2h_bytes, off.s[r].d2h_bytes);
+                ASSERT_UEQ(on.s[r].h2d_copies, off.s[r].h2d_copies);
+                ASSERT_UEQ(on.s[r].d2h_copies, off.s[r].d2h_copies);
+                ASSERT_UEQ(on.s[r].resident_hits, off.s[r].resident_hits);
+                ASSERT_UEQ(on.s[r].device_allocs, off.s[r].device_allocs);
+                ASSERT_EQ(on.s[r].tasks, off.s[r].tasks);
+                ASSERT_EQ(on.s[r].edges, off.s[r].edges);
+                ASSERT_UEQ(on.out_hash[r], off.out_hash[r]);
+                ASSERT_UEQ(ver.out_hash[r], off.out_hash[r]);
+            }
+        }
+    }
+}
+
+int main(void)
+{
+    return RUN_TESTS();
+}
