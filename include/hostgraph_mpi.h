@@ -105,8 +105,10 @@ int hg_mpi_set_timeout(hg_mpi *m, double seconds);
 int hg_mpi_allreduce(hg_orch *o, hg_mpi *m, uint32_t arg, const hg_tensor *view, hg_task_id *out);
 
 /* Fault injection, for tests: the k-th next allreduce task on this rank
- * (k = 1: the very next) fails as a kernel failure before it calls MPI,
- * once.  k = 0 disarms.  HG_EINVAL for NULL. */
+ * (k = 1: the very next) fails as a kernel failure before any data moves,
+ * once, as a failure to get its staging memory would: it still takes part
+ * in the status exchange, carrying its failure, so no rank sends data.
+ * k = 0 disarms.  HG_EINVAL for NULL. */
 int hg_mpi_inject_fault(hg_mpi *m, uint64_t k);
 
 #ifdef __cplusplus

@@ -18,6 +18,9 @@
 #include "base/clock.h"
 #include "device/device.h"
 #include "scene/scene.h"
+#ifdef HG_HAVE_MPI
+#include <mpi.h>
+#endif
 
 static const char usage_text[] =
     "usage: hostgraph list\n"
@@ -216,17 +219,39 @@ static bool scene_splits(const scene *sc)
     return false;
 }
 
+/* Room for the MPI library's name (MPI_MAX_LIBRARY_VERSION_STRING is 256
+ * in Open MPI; the name before its first comma is far shorter). */
+#define HG_MPI_NAME_MAX 256
+
+/* The MPI library the command was built with, up to its first comma
+ * ("Open MPI v4.1.4"), or "none".  MPI_Get_library_version may be called
+ * before MPI_Init (MPI 3.0), so this initialises nothing. */
+static void mpi_library(char *out, size_t len)
+{
+#ifdef HG_HAVE_MPI
+    char version[MPI_MAX_LIBRARY_VERSION_STRING];
+    int n = 0;
+    if (MPI_Get_library_version(version, &n) == MPI_SUCCESS) {
+        version[strcspn(version, ",\n")] = '\0';
+        snprintf(out, len, "%s", version);
+        return;
+    }
+#endif
+    snprintf(out, len, "none");
+}
+
 /* After the scene is known: --tp N > 1 with a scene that cannot split is a
  * usage error, found before MPI would be initialised. */
 static int tp_check(const run_args *ra)
 {
     if (ra->tp <= 1 || scene_splits(ra->opts.scene))
         return SCENE_EXIT_OK;
-    char msg[256];
+    char msg[512], lib[HG_MPI_NAME_MAX];
+    mpi_library(lib, sizeof lib);
     snprintf(msg, sizeof msg,
              "--tp %u: scene '%s' cannot split across ranks (no scene has a tensor-parallel "
-             "split yet); run it with --tp 1",
-             ra->tp, ra->opts.scene->name);
+             "split yet; MPI built in: %s); run it with --tp 1",
+             ra->tp, ra->opts.scene->name, lib);
     return usage_error("%s", msg);
 }
 

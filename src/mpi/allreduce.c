@@ -2,7 +2,8 @@
  * allreduce.c: the allreduce task (hg_mpi_allreduce) and its kernel.
  *
  * Owns: the checks at submit and what the kernel does on a sim core:
- * injected fault -> status exchange -> data collective -> counts.
+ * prepare (injected fault, bf16 staging) -> status exchange (carrying a
+ * prepare failure) -> data collective -> counts.
  *
  * Invariants:
  *   - a run's allreduces form a chain (each depends on the one submitted
@@ -53,13 +54,13 @@ static int staging_reserve(hg_mpi *m, size_t n)
     return 0;
 }
 
-/* The sum over ranks of v's n elements, in place (bf16 through f32). */
+/* The sum over ranks of v's n elements, in place (bf16 through f32).  An
+ * MPI error here leaves the other ranks in the collective: they abort at
+ * the bounded wait (MPI errors are not expected to be survivable). */
 static int reduce(hg_mpi *m, const hg_kview *v, size_t n)
 {
     float *sum = v->data;
-    if (v->dtype == HG_BF16) {
-        if (staging_reserve(m, n) != 0)
-            return HG_ENOMEM;
+    if (v->dtype == HG_BF16) { /* staging reserved by prepare() */
         const uint16_t *src = v->data;
         for (size_t i = 0; i < n; i++)
             m->staging[i] = hg_bf16_to_f32(src[i]);
@@ -79,15 +80,33 @@ static int reduce(hg_mpi *m, const hg_kview *v, size_t n)
     return 0;
 }
 
-/* Status exchange in a task: 0 when every rank is in an allreduce of this
- * signature and none failed; else the kernel's failure code. */
-static int enter(hg_mpi *m, uint64_t seq, const hg_kview *v, size_t n)
+/* What can fail here before any data moves (an injected fault, no room
+ * for the bf16 staging): 0 or an HG_E* code, m->why saying what.  It goes
+ * into this task's status word, so every rank skips the data collective
+ * instead of the others waiting in it for this one. */
+static int prepare(hg_mpi *m, uint64_t seq, const hg_kview *v, size_t n)
+{
+    if (m->fault_at != 0 && --m->fault_at == 0) {
+        snprintf(m->why, sizeof m->why, "allreduce #%llu: injected fault (hg_mpi_inject_fault)",
+                 (unsigned long long)seq);
+        return HG_EKERNEL;
+    }
+    return v->dtype == HG_BF16 && n > 0 ? staging_reserve(m, n) : 0;
+}
+
+/* Status exchange in a task, carrying this rank's `prep` failure: 0 when
+ * every rank is in an allreduce of this signature and none failed; else the
+ * kernel's failure code. */
+static int enter(hg_mpi *m, uint64_t seq, const hg_kview *v, size_t n, int prep)
 {
     const int64_t sig = (int64_t)n * 16 + (int64_t)v->dtype;
-    const int64_t in[HGMPI_STATUS_WORDS] = {0, 1, HGMPI_NO_FAILURE, sig, -sig};
+    const int64_t mine = prep != 0 ? (int64_t)m->rank * 256 - prep : HGMPI_NO_FAILURE;
+    const int64_t in[HGMPI_STATUS_WORDS] = {0, 1, mine, sig, -sig};
     int64_t st[HGMPI_STATUS_WORDS];
     if (hgmpi_status(m, in, st) != 0)
         return KRC_MPI;
+    if (prep != 0) /* this rank's own failure: its key goes out again at the run's end */
+        return prep == HG_EKERNEL ? KRC_INJECTED : KRC_MPI;
     if (st[HGMPI_KEY] != HGMPI_NO_FAILURE) {
         m->peer_key = st[HGMPI_KEY];
         return KRC_PEER_FAILED;
@@ -110,13 +129,8 @@ static int hgmpi_allreduce_kernel(const hg_kernel_ctx *ctx)
     const uint64_t seq = ctx->scalars[1];
     const hg_kview *v = &ctx->args[0];
     const size_t n = view_elements(v);
-    if (m->fault_at != 0 && --m->fault_at == 0) {
-        snprintf(m->why, sizeof m->why, "allreduce #%llu: injected fault (hg_mpi_inject_fault)",
-                 (unsigned long long)seq);
-        return KRC_INJECTED;
-    }
     const uint64_t start = hgmpi_now_ns();
-    int krc = enter(m, seq, v, n);
+    int krc = enter(m, seq, v, n, prepare(m, seq, v, n));
     if (krc == 0 && n > 0 && reduce(m, v, n) != 0)
         krc = KRC_MPI; /* m->why and why_code say which */
     hg_kernel_count(HG_KCOUNT_NET_NS, hgmpi_now_ns() - start);

@@ -2,7 +2,8 @@
 # tp_test.sh: the command's --tp flag before any scene splits (issue 18).
 #   - --tp 1 (and no --tp) runs as before and never initialises MPI: with
 #     an Open MPI setting that makes MPI_Init fail (a pml component that
-#     does not exist), the run still passes and says nothing of MPI;
+#     does not exist), the run still passes and says nothing of MPI, though
+#     the command links the MPI library when it is built in;
 #   - --tp N > 1: with MPI built in (HG_MPI_BUILT=ON, from CMake), a usage
 #     error saying the scene cannot split; without it, a usage error saying
 #     MPI was not built in; either way before any round runs;
@@ -29,6 +30,11 @@ expect_rc "--tp 2 is a usage error" 2 run vector_add --tp 2 --json "$TMP/r.json"
 if [ "${HG_MPI_BUILT:-OFF}" = ON ]; then
     check "--tp 2 (MPI built in): the scene cannot split" \
         grep -q "^hostgraph: --tp 2: scene 'vector_add' cannot split across ranks" "$TMP/err"
+    check "--tp 2 names the MPI library" grep -q "MPI built in: [A-Za-z]" "$TMP/err"
+    # So the runs above, without mpirun, ran with the MPI library loaded.
+    if command -v readelf >/dev/null; then
+        check "the command links the MPI library" bash -c "readelf -d '$HG' | grep -q 'NEEDED.*libmpi'"
+    fi
 else
     check "--tp 2 (no MPI): MPI was not built in" \
         grep -q "^hostgraph: --tp 2: MPI was not built in" "$TMP/err"

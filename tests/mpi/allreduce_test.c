@@ -83,6 +83,47 @@ TEST(f32_ranges_at_offsets_hold_the_sum_and_net_bytes_are_exact)
     mpi_fixture_close(&f);
 }
 
+/* A replayed run (hg_runner_set_replay) executes the recorded allreduce
+ * tasks without orchestrating: the sums and net_bytes stay exact, and a
+ * failure in a replayed run still fails every rank. */
+TEST(replayed_runs_allreduce_and_agree)
+{
+    mpi_fixture f;
+    ASSERT_OK(mpi_fixture_open(&f, "sim:cores=2,mem=64M"));
+    hg_runner_set_replay(f.r, true);
+    hg_hostbuf *hb;
+    ASSERT_OK(hg_hostbuf_create(N * sizeof(float), &hb));
+    hg_arg arg = {"x", HG_INOUT, {0}, 0, HG_STAGED};
+    size_t shape[1] = {N};
+    ASSERT_OK(hg_tensor_host(&arg.tensor, hb, HG_F32, 1, shape));
+    ranges rg = {f.m, {10, 500}, {20, 100}, 2};
+    hg_callable c = {"ranges", orch_ranges, &rg};
+    uint32_t replayed = 0;
+    for (int round = 0; round < 4; round++) {
+        float *x = hg_hostbuf_data(hb);
+        for (size_t i = 0; i < N; i++)
+            x[i] = (float)(f.rank + 1);
+        ASSERT_OK(hg_hostbuf_mark_written(hb, 0, N * sizeof(float)));
+        if (round == 2 && f.rank == f.size - 1)
+            ASSERT_OK(hg_mpi_inject_fault(f.m, 1));
+        hg_run_stats s;
+        int rc = hg_runner_run(f.r, &c, &arg, 1, &s);
+        if (round == 2) {
+            ASSERT_EQ(rc, HG_EKERNEL);
+            ASSERT_STR_CONTAINS(hg_runner_errmsg(f.r), "injected fault");
+            continue;
+        }
+        ASSERT_OK(rc);
+        replayed += s.replayed;
+        ASSERT_UEQ(s.net_bytes, 120u * sizeof(float));
+        const float sum = (float)(f.size * (f.size + 1) / 2);
+        ASSERT(x[10] == sum && x[599] == sum && x[9] == (float)(f.rank + 1));
+    }
+    ASSERT_UGT(replayed, 0);
+    hg_hostbuf_destroy(hb);
+    mpi_fixture_close(&f);
+}
+
 TEST(bf16_is_summed_in_f32_and_rounded_once)
 {
     mpi_fixture f;
