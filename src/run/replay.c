@@ -15,6 +15,7 @@
 
 #include "run/replay.h"
 #include "stage/residency.h"
+#include "tensor/tensor.h"
 
 /* Grows *pp (elem-sized items, capacity *cap) to hold `need`, doubling. */
 static int grow(void *pp, uint32_t *cap, uint64_t need, size_t elem)
@@ -244,16 +245,8 @@ int replay_record(replay_state *rs, graph *g, const stage_plan *p, const hg_call
 
 static bool tensor_same(const hg_tensor *a, const hg_tensor *b, uint64_t host_id)
 {
-    if (a->dtype != b->dtype || a->ndims != b->ndims || a->offset != b->offset ||
-        a->device != b->device)
-        return false;
-    if ((b->host ? hg_hostbuf_id(b->host) : 0) != host_id)
-        return false;
-    const uint32_t n = a->ndims < HG_MAX_DIMS ? a->ndims : HG_MAX_DIMS;
-    for (uint32_t d = 0; d < n; d++)
-        if (a->shape[d] != b->shape[d] || a->strides[d] != b->strides[d])
-            return false;
-    return true;
+    return a->device == b->device && (b->host ? hg_hostbuf_id(b->host) : 0) == host_id &&
+           tensor_same_layout(a, b);
 }
 
 static bool arg_same(const replay_state *rs, const replay_arg *ra, const hg_arg *a)

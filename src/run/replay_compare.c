@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "run/replay.h"
+#include "tensor/tensor.h"
 
 #define UNDECLARED                                                                                 \
     "(the orchestration depends on something it did not declare: see "                             \
@@ -17,14 +18,7 @@
 
 static bool view_same(const hg_tensor *a, const hg_tensor *b)
 {
-    if (a->dtype != b->dtype || a->ndims != b->ndims || a->offset != b->offset ||
-        a->host != b->host)
-        return false;
-    const uint32_t n = a->ndims < HG_MAX_DIMS ? a->ndims : HG_MAX_DIMS;
-    for (uint32_t d = 0; d < n; d++)
-        if (a->shape[d] != b->shape[d] || a->strides[d] != b->strides[d])
-            return false;
-    return true;
+    return a->host == b->host && tensor_same_layout(a, b);
 }
 
 static bool written_same(const replay_written *a, const replay_written *b)

@@ -118,13 +118,7 @@ size_t stage_ranges_cover(hg_range *r, size_t n)
  * part of a view). */
 static bool same_tensor(const hg_tensor *x, const hg_tensor *y)
 {
-    if (x->host != y->host || x->device != y->device || x->dtype != y->dtype ||
-        x->ndims != y->ndims || x->offset != y->offset)
-        return false;
-    for (uint32_t d = 0; d < x->ndims && d < HG_MAX_DIMS; d++)
-        if (x->shape[d] != y->shape[d] || x->strides[d] != y->strides[d])
-            return false;
-    return true;
+    return x->host == y->host && x->device == y->device && tensor_same_layout(x, y);
 }
 
 /* The view of written note w: its strided view, or NULL for a dense one. */

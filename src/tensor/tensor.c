@@ -477,3 +477,14 @@ int tensor_for_each_run(const hg_tensor *t, tensor_run_fn fn, void *ctx)
     rc = layout_walk(&l, nouter, t->offset, emit_merge, &w);
     return rc != 0 ? rc : merger_flush(&w.m);
 }
+
+bool tensor_same_layout(const hg_tensor *a, const hg_tensor *b)
+{
+    if (a->dtype != b->dtype || a->ndims != b->ndims || a->offset != b->offset)
+        return false;
+    const uint32_t n = a->ndims < HG_MAX_DIMS ? a->ndims : HG_MAX_DIMS;
+    for (uint32_t d = 0; d < n; d++)
+        if (a->shape[d] != b->shape[d] || a->strides[d] != b->strides[d])
+            return false;
+    return true;
+}

@@ -26,6 +26,9 @@ int tensor_for_each_run(const hg_tensor *t, tensor_run_fn fn, void *ctx);
  * dims (broadcast ones aside) neither interleave nor overlap, so the runs
  * come in address order, each byte once.  False for an invalid view. */
 bool tensor_runs_in_order(const hg_tensor *t);
+/* True when a and b have the same layout: dtype, ndims, offset, and each
+ * used dim's shape and stride (their buffers are the caller's to compare). */
+bool tensor_same_layout(const hg_tensor *a, const hg_tensor *b);
 
 /* True if byte regions [alo, ahi) and [blo, bhi) intersect (empty never does). */
 static inline bool region_overlap(size_t alo, size_t ahi, size_t blo, size_t bhi)
