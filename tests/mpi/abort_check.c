@@ -20,9 +20,9 @@ int main(int argc, char **argv)
 {
     int provided = 0;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
-    hg_device *dev;
-    hg_runner *r;
-    hg_mpi *m;
+    hg_device *dev = NULL;
+    hg_runner *r = NULL;
+    hg_mpi *m = NULL;
     char err[256] = "";
     if (hg_device_open("sim:cores=1,mem=16M", &dev, err, sizeof err) != 0 ||
         hg_runner_open(dev, &r) != 0 ||
