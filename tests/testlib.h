@@ -146,22 +146,6 @@ static inline uint32_t test_rand(test_rng *r)
             TEST_FAIL_("\"%s\" does not contain \"%s\"", sh_ ? sh_ : "(null)", sn_);               \
     } while (0)
 
-/* Under AddressSanitizer the leak check runs at the end of RUN_TESTS, while
- * the threads a library started (PoCL's workers) sit idle, instead of at
- * exit after those libraries' own teardown, where LeakSanitizer's tracer was
- * seen to crash once in CI (signal 11 stopping the threads).  It reports and
- * fails exactly as the exit-time check would (LSAN_OPTIONS apply). */
-#if defined(__SANITIZE_ADDRESS__)
-#define TEST_LEAK_CHECK_NOW 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TEST_LEAK_CHECK_NOW 1
-#endif
-#endif
-#ifdef TEST_LEAK_CHECK_NOW
-#include <sanitizer/lsan_interface.h>
-#endif
-
 static inline int test_run_all(void)
 {
     const char *filter = getenv("HG_TEST_FILTER");
@@ -186,10 +170,6 @@ static inline int test_run_all(void)
         failed += test_dropped;
     }
     printf("%d passed, %d failed\n", passed, failed);
-    fflush(stdout);
-#ifdef TEST_LEAK_CHECK_NOW
-    __lsan_do_leak_check();
-#endif
     return failed == 0 && passed > 0 ? 0 : 1;
 }
 
