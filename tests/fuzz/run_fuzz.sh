@@ -19,20 +19,40 @@ cmake --build build-fuzz -j"$jobs" >/dev/null
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-status=0
+
+fuzz_one() { # target name: runs it, leaves its log and exit status in $work
+    local target=$1 name=$2 rc=0
+    # -len_control=0: the residency target needs long inputs from the start.
+    build-fuzz/"$target" "$work/$name" -max_total_time="$seconds" -len_control=0 \
+        -max_len=1024 -print_final_stats=1 -artifact_prefix="build-fuzz/crash-$name-" \
+        >"$work/$name.log" 2>&1 || rc=$?
+    echo "$rc" >"$work/$name.rc"
+}
+
+# The targets run $jobs at a time (one process each), so CI spends SECONDS
+# per batch of targets, not per target.
+names=()
 for src in tests/fuzz/fuzz_*.c; do
     target=$(basename "$src" .c)
     name=${target#fuzz_}
+    names+=("$name")
     mkdir -p "$work/$name"
     cp tests/fuzz/corpus/"$name"/* "$work/$name"/
     echo "== $target: ${seconds} s from $(ls "$work/$name" | wc -l) inputs"
-    # -len_control=0: the residency target needs long inputs from the start.
-    if ! build-fuzz/"$target" "$work/$name" -max_total_time="$seconds" -len_control=0 \
-        -max_len=1024 -print_final_stats=1 -artifact_prefix="build-fuzz/crash-$name-" \
-        >"$work/$name.log" 2>&1; then
+    fuzz_one "$target" "$name" &
+    if [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; then
+        wait -n || true
+    fi
+done
+wait
+status=0
+for name in "${names[@]}"; do
+    if [ "$(cat "$work/$name.rc")" != 0 ]; then
+        echo "== fuzz_$name FAILED:"
         tail -n 40 "$work/$name.log"
         status=1
     else
+        echo "== fuzz_$name:"
         grep -E 'stat::(number_of_executed_units|new_units_added)' "$work/$name.log"
     fi
 done
