@@ -15,7 +15,9 @@
  *             once), so every work-group, hence every core, gets its share
  *             whatever local size the OpenCL runtime picks.  A block cut by
  *             P's last rows repeats a valid row and drops its results; one
- *             cut by the last columns goes element by element.
+ *             cut by the last columns goes element by element (a float16
+ *             load there would read past B's row, and past its buffer on
+ *             the last row).
  *   kc_add    C += P: each item of the first m does one row, 16 lanes at a
  *             time (one item per element did a 64-bit division each and
  *             cost 5x more on PoCL).
@@ -36,9 +38,7 @@
     "#define KC_DECL(i) float16 c##i = 0; \\\n"                                                    \
     "    __global const float *a##i = a + min((ulong)(i), mr - 1) * lda;\n"                        \
     "#define KC_FMA(i) c##i = fma((float16)(a##i[kk]), bv, c##i);\n"                               \
-    "#define KC_STORE(i) if ((i) < mr) vstore16(c##i, 0, p + (i) * ldp);\n" /* a block of mr <=    \
-                                                                               KC_MR full-width    \
-                                                                               rows */             \
+    "#define KC_STORE(i) if ((i) < mr) vstore16(c##i, 0, p + (i) * ldp);\n"                        \
     "inline void kc_block(__global const float *a, ulong lda, __global const float *b,\n"          \
     "                     ulong ldb, ulong k, __global float *p, ulong ldp, ulong mr) {\n"         \
     "    KC_ROWS(KC_DECL)\n"                                                                       \
@@ -48,11 +48,7 @@
     "        KC_ROWS(KC_FMA)\n"                                                                    \
     "    }\n"                                                                                      \
     "    KC_ROWS(KC_STORE)\n"                                                                      \
-    "}\n" /* a block cut by P's last columns (a full-width load would read past */ /* B's row, and \
-                                                                                      past its     \
-                                                                                      buffer on    \
-                                                                                      the last     \
-                                                                                      one) */      \
+    "}\n"                                                                                          \
     "inline void kc_block_narrow(__global const float *a, ulong lda, __global const float *b,\n"   \
     "                            ulong ldb, ulong k, __global float *p, ulong ldp, ulong mr,\n"    \
     "                            ulong nc) {\n"                                                    \
