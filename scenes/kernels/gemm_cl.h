@@ -37,16 +37,19 @@
     "                   X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)\n"                           \
     "#define KC_DECL(i) float16 c##i = 0; \\\n"                                                    \
     "    __global const float *a##i = a + min((ulong)(i), mr - 1) * lda;\n"                        \
-    "#define KC_FMA(i) c##i = fma((float16)(a##i[kk]), bv, c##i);\n"                               \
+    "#define KC_FMA(i) c##i = fma((float16)(a##i[kx]), bv, c##i);\n"                               \
+    "#define KC_STEP(x) { ulong kx = (x); float16 bv = vload16(0, b + kx * ldb); KC_ROWS(KC_FMA) " \
+    "}\n"                                                                                          \
     "#define KC_STORE(i) if ((i) < mr) vstore16(c##i, 0, p + (i) * ldp);\n"                        \
     "inline void kc_block(__global const float *a, ulong lda, __global const float *b,\n"          \
     "                     ulong ldb, ulong k, __global float *p, ulong ldp, ulong mr) {\n"         \
     "    KC_ROWS(KC_DECL)\n"                                                                       \
-    "    _Pragma(\"unroll 4\")\n"                                                                  \
-    "    for (ulong kk = 0; kk < k; kk++) {\n"                                                     \
-    "        float16 bv = vload16(0, b + kk * ldb);\n"                                             \
-    "        KC_ROWS(KC_FMA)\n"                                                                    \
+    "    ulong kk = 0;\n"                                                                          \
+    "    for (; kk + 4 <= k; kk += 4) {\n"                                                         \
+    "        KC_STEP(kk) KC_STEP(kk + 1) KC_STEP(kk + 2) KC_STEP(kk + 3)\n"                        \
     "    }\n"                                                                                      \
+    "    for (; kk < k; kk++)\n"                                                                   \
+    "        KC_STEP(kk)\n"                                                                        \
     "    KC_ROWS(KC_STORE)\n"                                                                      \
     "}\n"                                                                                          \
     "inline void kc_block_narrow(__global const float *a, ulong lda, __global const float *b,\n"   \
