@@ -10,6 +10,7 @@
  *     layer);
  *   - an injected allreduce fault on one rank fails the round on every rank,
  *     naming that rank, and the next round passes;
+ *   - a golden failure on one rank fails that round's golden on every rank;
  *   - a stop request on one rank stops every rank after the same round.
  * Every rank makes every collective call whatever it saw; assertions come
  * after (an early return on one rank would leave the others waiting).
@@ -33,7 +34,26 @@ typedef struct round_log {
     uint32_t rounds;
     scene_cancel *stop_after; /* requested after round stop_round, if set */
     uint32_t stop_round;
+    bool spoil; /* after round 1, overwrite the k_cache host bytes (not through the API) */
 } round_log;
+
+/* Overwrites, not through the API, layer 0's first cache block that no
+ * sequence uses: no kernel reads it, so only this rank's check sees it. */
+static void spoil_free_block(const scene_case *c)
+{
+    const hg_tensor *kc = &c->args[QA_K_CACHE].tensor, *bt = &c->args[QA_TABLE].tensor;
+    const int32_t *table = hg_hostbuf_data(bt->host);
+    size_t nb = kc->shape[1], row = kc->shape[2] * kc->shape[3] * kc->shape[4] * 2;
+    for (size_t b = 0; b < nb; b++) {
+        bool used = false;
+        for (size_t i = 0; i < bt->shape[0] * bt->shape[1]; i++)
+            used = used || table[i] == (int32_t)b;
+        if (!used) {
+            memset((char *)hg_hostbuf_data(kc->host) + b * row, 0x7f, row);
+            return;
+        }
+    }
+}
 
 static void log_round(void *user, uint32_t round, const scene_case *c, const hg_run_stats *s)
 {
@@ -50,6 +70,8 @@ static void log_round(void *user, uint32_t round, const scene_case *c, const hg_
     log->rounds = round;
     if (log->stop_after != NULL && round == log->stop_round)
         scene_cancel_request(log->stop_after);
+    if (log->spoil && round == 1)
+        spoil_free_block(c);
 }
 
 static void log_free(round_log *log)
@@ -203,6 +225,20 @@ TEST(a_stop_on_one_rank_stops_every_rank_after_the_same_round)
     log_free(&log);
     ASSERT_EQ(rc, SCENE_EXIT_INTERRUPTED);
     ASSERT_EQ(log.rounds, 2);
+}
+
+/* Golden fails on the last rank alone (a free block of its cache share
+ * spoilt after round 1: the scene restores only the rows a round wrote, and
+ * no kernel reads the block, so the other ranks' outputs stay right): the
+ * round fails on every rank, and so does every rank's exit code. */
+TEST(a_golden_failure_on_one_rank_fails_the_round_on_every_rank)
+{
+    round_log log = {0};
+    log.spoil = job.tp.rank == job.tp.size - 1;
+    int rc = run_scene(NULL, SCENE_RESIDENCY_OFF, &job.tp, &log, NULL);
+    log_free(&log);
+    ASSERT_EQ(log.rounds, ROUNDS);
+    ASSERT_EQ(rc, SCENE_EXIT_GOLDEN);
 }
 
 /* One rank's share, on its own runner attached as the scene runner does. */
