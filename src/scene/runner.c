@@ -19,6 +19,10 @@
  * trace and the JSON report are still written, the JSON with the rounds that
  * completed and "error"; a file that fails to write only after the rounds is
  * a runtime error too).
+ *
+ * With o->tp (one rank of `run --tp N`) the case is this rank's share and
+ * every runner is attached to the ranks; the points where the ranks must
+ * agree (each setup step, each round's end, the report) are tp.c's.
  */
 #include <stdarg.h>
 #include <stdlib.h>
