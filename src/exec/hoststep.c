@@ -87,7 +87,8 @@ static size_t stage_base(size_t at, const graph_targ *a)
     return align_up(at, HG_DEVICE_ALIGN) + (size_t)(a->lo % HG_DEVICE_ALIGN);
 }
 
-/* The staging layout of every host step, and the steps in task order. */
+/* Each task's first edge, and the staging of every host step (the k-th
+ * host step in task order: the order they are posted in). */
 static int hosts_layout(exec_hosts *h, hg_err *e)
 {
     const graph *g = h->g;
