@@ -96,6 +96,9 @@ int tp_job_begin(tp_job *job, uint32_t n, FILE *err)
 
 void tp_job_end(tp_job *job)
 {
-    (void)job;
+    /* No rank exits before rank 0 has written its reports: mpirun aborts
+     * the job when the first rank exits non-zero (a golden failure, an
+     * interrupt), which would kill rank 0 mid-write. */
+    MPI_Barrier(job->comm);
     MPI_Finalize();
 }

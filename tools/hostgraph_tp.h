@@ -28,7 +28,8 @@ int tp_job_init(tp_job *job, MPI_Comm comm);
  * SCENE_EXIT_USAGE (a world of another size) or SCENE_EXIT_RUNTIME (a
  * thread level below SERIALIZED) after one line on err, MPI finalised. */
 int tp_job_begin(tp_job *job, uint32_t n, FILE *err);
-/* MPI_Finalize. */
+/* Waits for every rank (rank 0 may still be writing reports), then
+ * MPI_Finalize. */
 void tp_job_end(tp_job *job);
 
 #endif

@@ -108,7 +108,9 @@ PY
     [ -n "$rank" ] && kill -TERM "$rank"
     wait "$job"
     stop_rc=$?
-    check "SIGTERM to one rank: every rank stops (exit 130)" test "$stop_rc" -eq 130
+    if [ "$stop_rc" -eq 130 ]; then ok "SIGTERM to one rank: every rank stops (exit 130)"; else
+        bad "SIGTERM to one rank: every rank stops (exit $stop_rc, rank pid '$rank'; $(head -c 600 "$TMP/err"))"
+    fi
     check "SIGTERM to one rank: the same rounds on every rank, interrupted" \
         python3 - "$TMP/stop.json" <<'PY'
 import json, sys
