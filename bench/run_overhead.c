@@ -4,6 +4,11 @@
  *
  *     run_overhead [max tasks (default 1000000)] [device spec (default sim:cores=2)]
  *                  [pattern, or all (default)] [again | kept]
+ *     run_overhead map [max tasks]
+ *
+ * `map` builds frag's graph alone (graph_add_task for every task, no run),
+ * 10^3 tasks up, and prints the tensor map's cost per task + edge: CPU ns
+ * (the least of three builds) and tree nodes visited (graph_map_stats).
  *
  * Every run goes through hg_runner_run: bind (one IN and one INOUT arg of
  * 64 bytes a task), an orchestration that submits N tasks with
@@ -45,6 +50,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "graph/graph.h"
 #include "hostgraph.h"
 
 #define REPS    3  /* warm runs per process */
@@ -323,8 +329,62 @@ static void print_point(const job *j, const sample *m)
            (m->first[ST_WALL] - fresh) / m->warm[ST_WALL]);
 }
 
+/* frag's accesses as graph args: what submit_task declares, in bytes. */
+static graph_targ frag_targ(size_t t, size_t n)
+{
+    const hg_devaddr base = 0x10000000, tile = TILE * 4;
+    size_t at = t * 7919 % n, len = 1;
+    bool write = t % FRAG_W == FRAG_W - 1 && n >= FRAG_WB;
+    if (write) {
+        at = (t * 4099 % (n / FRAG_WB)) * FRAG_WB;
+        len = FRAG_WB;
+    }
+    return graph_targ_bytes(base + at * tile, base + (at + len) * tile, true, write);
+}
+
+static double cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* The tensor map alone on frag, 10^3 tasks up to max. */
+static int map_only(size_t max)
+{
+    printf("tensor map alone, frag: per task + edge, CPU ns (least of 3 builds) and nodes "
+           "visited\n%8s %6s %8s %8s %7s\n",
+           "tasks", "edges", "ns", "steps", "height");
+    graph g;
+    graph_init(&g);
+    for (size_t n = 1000; n <= max; n *= 10) {
+        double best = 1e300;
+        graph_map_counts c;
+        for (int r = 0; r < 3; r++) {
+            graph_reset(&g);
+            double t0 = cpu_ns();
+            for (size_t t = 0; t < n; t++) {
+                graph_targ a = frag_targ(t, n);
+                hg_task_id id;
+                if (graph_add_task(&g, &k_empty, &a, 1, NULL, 0, NULL, 0, &id, NULL) != 0)
+                    return 3;
+            }
+            double dt = cpu_ns() - t0;
+            best = dt < best ? dt : best;
+            graph_map_stats(&g, &c);
+        }
+        double units = (double)n + g.nedges;
+        printf("%8zu %6.2f %8.1f %8.2f %7u\n", n, g.nedges / (double)n, best / units,
+               (double)c.steps / units, c.height);
+    }
+    graph_free(&g);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "map") == 0)
+        return map_only(argc > 2 ? (size_t)atol(argv[2]) : 1000000);
     long max = argc > 1 ? atol(argv[1]) : 1000000;
     const char *spec = argc > 2 ? argv[2] : "sim:cores=2";
     const char *only = argc > 3 && strcmp(argv[3], "all") != 0 ? argv[3] : NULL;
