@@ -10,7 +10,7 @@
  * task to a later one only, so the graph is a DAG by construction.
  *
  * Cost: O(log m) per task arg (m: the tensor map's records made since
- * graph_reset; B+-trees of fanout 16, ~5 nodes deep at 10^6), plus O(log m)
+ * graph_reset; B+-trees of fanout 16, 5-6 nodes deep at 10^6), plus O(log m)
  * per edge the rule makes, whatever the access pattern; the map holds
  * O(task args + edges) records (tensor_map.c says why).
  *

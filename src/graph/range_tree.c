@@ -8,8 +8,8 @@
  * depth reached ~30 at 10^6 records and whose every visit past ~32k records
  * was a cache miss (scattered reads: 7x slower per task from 10^3 to 10^6).
  * Here a node holds GRAPH_TREE_FAN (16) slots, its keys in arrays of their
- * own (the 16 lo of a node are two cache lines), and nodes are cache-line
- * aligned in one pool: a search at 10^6 entries visits ~5 nodes.
+ * own (the 16 lo of a node span three cache lines), and nodes are cache-line
+ * aligned in one pool: a search at 10^6 entries visits 5-6 nodes (6 on frag at 10^6 tasks).
  *
  * Layout: a leaf's slots are entries (lo, hi, task, reader list); an inner
  * node's slots are children (their first lo, their largest hi, their node).

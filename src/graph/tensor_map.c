@@ -28,7 +28,7 @@
  * reads).
  *
  * Cost, with h = O(log_7 m) the trees' height (m: records made since
- * graph_reset; ~5 nodes at 10^6 records, where a treap was ~30 records
+ * graph_reset; 5-6 nodes at 10^6 records, where a treap was ~30 records
  * deep, each a cache miss): a read arg costs O(h) plus the write records it
  * overlaps, whose writers it depends on (records of one writer alternate
  * with other writers' records, so these are at most about twice its edges,
