@@ -3,7 +3,12 @@
  * with kernels that do nothing, first run against warm runs, 10^3 tasks up.
  *
  *     run_overhead [max tasks (default 1000000)] [device spec (default sim:cores=2)]
- *                  [pattern (default: all)]
+ *                  [pattern, or all (default)] [again | kept]
+ *     run_overhead map [max tasks]
+ *
+ * `map` builds frag's graph alone (graph_add_task for every task, no run),
+ * 10^3 tasks up, and prints the tensor map's cost per task + edge: CPU ns
+ * (the least of three builds) and tree nodes visited (graph_map_stats).
  *
  * Every run goes through hg_runner_run: bind (one IN and one INOUT arg of
  * 64 bytes a task), an orchestration that submits N tasks with
@@ -22,14 +27,30 @@
  * measured in a fresh process, where nothing is warm yet.  Ratios are
  * measured side by side, in one process; the figures are medians, never one
  * sample, since the machine is shared.
+ *
+ * Where a first run's time goes: each process also counts the page faults
+ * (getrusage minflt) of its first and warm runs, per task, those taken
+ * inside the orchestration apart, and times the first touch of a fresh
+ * 8 MiB block to price one fault on this host.  `1st-flt/wm` is first /
+ * warm with every fault of the first run beyond the warm run's priced at
+ * that cost and taken out: what the first run would cost where fresh
+ * memory is cheap.
  */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
+#include <limits.h>
+#include <malloc.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "graph/graph.h"
 #include "hostgraph.h"
 
 #define REPS    3  /* warm runs per process */
@@ -49,12 +70,46 @@ static const char *const stage_name[ST_COUNT] = {"run", "bind", "orch", "exec", 
 typedef struct sample {
     double first[ST_COUNT], warm[ST_COUNT]; /* ns per task */
     double edges;                           /* per task */
+    double flt_first, flt_warm;             /* page faults per task, whole run */
+    double orch_flt_first;                  /* of them, in the orchestration */
+    double ns_per_fault;                    /* first touch of a fresh page here */
 } sample;
 
 typedef struct job {
     pattern p;
     size_t ntasks;
+    long orch_flt; /* page faults inside the last orchestration */
 } job;
+
+static long minflt_now(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_minflt;
+}
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* The price of one page fault here: the first touch of a fresh 8 MiB. */
+static double price_fault(void)
+{
+    const size_t bytes = 8u << 20;
+    char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return 0;
+    long f0 = minflt_now();
+    double t0 = now_ns();
+    memset(p, 1, bytes);
+    double dt = now_ns() - t0;
+    long faults = minflt_now() - f0;
+    munmap(p, bytes);
+    return faults > 0 ? dt / (double)faults : 0;
+}
 
 static int empty_kernel(const hg_kernel_ctx *ctx)
 {
@@ -105,15 +160,17 @@ static int submit_task(hg_orch *o, const job *j, const hg_arg *in, const hg_arg 
 
 static int orchestrate(hg_orch *o, void *user)
 {
-    const job *j = user;
+    job *j = user;
     const hg_arg *in, *out;
     hg_orch_arg(o, 0, &in);
     hg_orch_arg(o, 1, &out);
+    long f0 = minflt_now();
     for (size_t t = 0; t < j->ntasks; t++) {
         int rc = submit_task(o, j, in, out, t);
         if (rc != 0)
             return rc;
     }
+    j->orch_flt = minflt_now() - f0;
     return 0;
 }
 
@@ -137,17 +194,11 @@ static void per_task(const hg_run_stats *s, size_t n, double out[ST_COUNT])
 }
 
 /* One process's measure: a first run on a fresh runner, then REPS warm. */
-static int measure(const char *spec, job *j, sample *out)
+static int measure(hg_device *dev, job *j, sample *out)
 {
-    char msg[256];
-    hg_device *dev;
     hg_runner *r;
     hg_hostbuf *in, *outb;
     size_t shape[1] = {j->ntasks * TILE};
-    if (hg_device_open(spec, &dev, msg, sizeof msg) != 0) {
-        fprintf(stderr, "%s\n", msg);
-        return 2;
-    }
     if (hg_runner_open(dev, &r) || hg_hostbuf_create(shape[0] * 4, &in) ||
         hg_hostbuf_create(shape[0] * 4, &outb))
         return 3;
@@ -155,26 +206,63 @@ static int measure(const char *spec, job *j, sample *out)
     hg_tensor_host(&args[0].tensor, in, HG_F32, 1, shape);
     hg_tensor_host(&args[1].tensor, outb, HG_F32, 1, shape);
     hg_callable c = {"overhead", orchestrate, j};
-    double warm[ST_COUNT][REPS];
+    double warm[ST_COUNT][REPS], flt[REPS];
     for (int i = 0; i <= REPS; i++) {
         hg_run_stats s;
+        long f0 = minflt_now();
         if (hg_runner_run(r, &c, args, 2, &s) != 0) {
             fprintf(stderr, "run failed: %s\n", hg_runner_errmsg(r));
             return 3;
         }
+        double faults = (double)(minflt_now() - f0) / (double)j->ntasks;
         double v[ST_COUNT];
         per_task(&s, j->ntasks, i == 0 ? out->first : v);
         for (int k = 0; i > 0 && k < ST_COUNT; k++)
             warm[k][i - 1] = v[k];
+        if (i == 0) {
+            out->flt_first = faults;
+            out->orch_flt_first = (double)j->orch_flt / (double)j->ntasks;
+        } else {
+            flt[i - 1] = faults;
+        }
         out->edges = (double)s.edges / (double)j->ntasks;
     }
     for (int k = 0; k < ST_COUNT; k++)
         out->warm[k] = median(warm[k], REPS);
+    out->flt_warm = median(flt, REPS);
+    out->ns_per_fault = price_fault();
     hg_runner_close(r);
     hg_hostbuf_destroy(in);
     hg_hostbuf_destroy(outb);
-    hg_device_close(dev);
     return 0;
+}
+
+/* `again` mode: a whole runner's life (first run, warm runs, close) comes
+ * first on the same device, and the measured runner is the process's
+ * second.  `kept` mode: the same, and malloc keeps what is freed (no
+ * mmap'd chunks, no trimming), so the second runner's first run finds the
+ * process's memory already touched.  What is left of first / warm there is
+ * the runtime's own first-run work, without this host's price of fresh
+ * pages. */
+static bool run_twice, keep_memory;
+
+static int measure_process(const char *spec, job *j, sample *out)
+{
+    char msg[256];
+    hg_device *dev;
+    if (keep_memory) {
+        mallopt(M_MMAP_MAX, 0);
+        mallopt(M_TRIM_THRESHOLD, INT_MAX);
+    }
+    if (hg_device_open(spec, &dev, msg, sizeof msg) != 0) {
+        fprintf(stderr, "%s\n", msg);
+        return 2;
+    }
+    int rc = run_twice ? measure(dev, j, out) : 0;
+    if (rc == 0)
+        rc = measure(dev, j, out);
+    hg_device_close(dev);
+    return rc;
 }
 
 /* measure() in a child process, so that its first run is a process's
@@ -191,7 +279,7 @@ static int measure_forked(const char *spec, job *j, sample *out)
     if (pid == 0) {
         close(fd[0]);
         sample s;
-        int rc = measure(spec, j, &s);
+        int rc = measure_process(spec, j, &s);
         if (rc == 0 && write(fd[1], &s, sizeof s) != (ssize_t)sizeof s)
             rc = 4;
         _exit(rc);
@@ -218,6 +306,14 @@ static int point(const char *spec, job *j, sample *med)
         med->first[k] = median(f, PROCS);
         med->warm[k] = median(w, PROCS);
     }
+    double ff[PROCS], fw[PROCS], fo[PROCS], nf[PROCS];
+    for (int i = 0; i < PROCS; i++)
+        ff[i] = s[i].flt_first, fw[i] = s[i].flt_warm, fo[i] = s[i].orch_flt_first,
+        nf[i] = s[i].ns_per_fault;
+    med->flt_first = median(ff, PROCS);
+    med->flt_warm = median(fw, PROCS);
+    med->orch_flt_first = median(fo, PROCS);
+    med->ns_per_fault = median(nf, PROCS);
     med->edges = s[0].edges;
     return 0;
 }
@@ -227,31 +323,93 @@ static void print_point(const job *j, const sample *m)
     printf("%-12s %8zu %6.2f", pattern_name[j->p], j->ntasks, m->edges);
     for (int k = 0; k < ST_COUNT; k++)
         printf(" %8.1f/%-8.1f", m->first[k], m->warm[k]);
-    printf(" %6.2f\n", m->first[ST_WALL] / m->warm[ST_WALL]);
+    double fresh = (m->flt_first - m->flt_warm) * m->ns_per_fault;
+    printf(" %6.2f %7.3f/%-6.3f %7.3f %7.0f %6.2f\n", m->first[ST_WALL] / m->warm[ST_WALL],
+           m->flt_first, m->flt_warm, m->orch_flt_first, m->ns_per_fault,
+           (m->first[ST_WALL] - fresh) / m->warm[ST_WALL]);
+}
+
+/* frag's accesses as graph args: what submit_task declares, in bytes. */
+static graph_targ frag_targ(size_t t, size_t n)
+{
+    const hg_devaddr base = 0x10000000, tile = TILE * 4;
+    size_t at = t * 7919 % n, len = 1;
+    bool write = t % FRAG_W == FRAG_W - 1 && n >= FRAG_WB;
+    if (write) {
+        at = (t * 4099 % (n / FRAG_WB)) * FRAG_WB;
+        len = FRAG_WB;
+    }
+    return graph_targ_bytes(base + at * tile, base + (at + len) * tile, true, write);
+}
+
+static double cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* The tensor map alone on frag, 10^3 tasks up to max. */
+static int map_only(size_t max)
+{
+    printf("tensor map alone, frag: per task + edge, CPU ns (least of 3 builds) and nodes "
+           "visited\n%8s %6s %8s %8s %7s\n",
+           "tasks", "edges", "ns", "steps", "height");
+    graph g;
+    graph_init(&g);
+    for (size_t n = 1000; n <= max; n *= 10) {
+        double best = 1e300;
+        graph_map_counts c;
+        for (int r = 0; r < 3; r++) {
+            graph_reset(&g);
+            double t0 = cpu_ns();
+            for (size_t t = 0; t < n; t++) {
+                graph_targ a = frag_targ(t, n);
+                hg_task_id id;
+                if (graph_add_task(&g, &k_empty, &a, 1, NULL, 0, NULL, 0, &id, NULL) != 0)
+                    return 3;
+            }
+            double dt = cpu_ns() - t0;
+            best = dt < best ? dt : best;
+            graph_map_stats(&g, &c);
+        }
+        double units = (double)n + g.nedges;
+        printf("%8zu %6.2f %8.1f %8.2f %7u\n", n, g.nedges / (double)n, best / units,
+               (double)c.steps / units, c.height);
+    }
+    graph_free(&g);
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "map") == 0)
+        return map_only(argc > 2 ? (size_t)atol(argv[2]) : 1000000);
     long max = argc > 1 ? atol(argv[1]) : 1000000;
     const char *spec = argc > 2 ? argv[2] : "sim:cores=2";
-    const char *only = argc > 3 ? argv[3] : NULL;
+    const char *only = argc > 3 && strcmp(argv[3], "all") != 0 ? argv[3] : NULL;
+    keep_memory = argc > 4 && strcmp(argv[4], "kept") == 0;
+    run_twice = keep_memory || (argc > 4 && strcmp(argv[4], "again") == 0);
     if (max < 1000 || max > 10000000) {
         fprintf(stderr, "max tasks: want 1000..10000000, got '%s'\n", argv[1]);
         return 2;
     }
     printf("run_overhead: empty tasks, device %s; ns/task first/warm (median of %d processes; "
-           "warm: median of %d runs each)\n",
-           spec, PROCS, REPS);
+           "warm: median of %d runs each)%s\n",
+           spec, PROCS, REPS,
+           keep_memory ? "; kept: each process ran a runner before, malloc keeps what it frees"
+           : run_twice ? "; again: each process ran a runner before"
+                       : "");
     printf("%-12s %8s %6s", "pattern", "tasks", "edges");
     for (int k = 0; k < ST_COUNT; k++)
         printf(" %17s", stage_name[k]);
-    printf(" %6s\n", "1st/wm");
+    printf(" %6s %14s %7s %7s %6s\n", "1st/wm", "faults/task", "orch", "ns/flt", "1st-flt/wm");
     for (int p = 0; p < PAT_COUNT; p++) {
         if (only != NULL && strcmp(only, pattern_name[p]) != 0)
             continue;
         double first_warm[2] = {0, 0};
         for (size_t n = 1000; n <= (size_t)max; n *= 10) {
-            job j = {(pattern)p, n};
+            job j = {(pattern)p, n, 0};
             sample m;
             if (point(spec, &j, &m) != 0) {
                 fprintf(stderr, "run_overhead: %s at %zu tasks failed\n", pattern_name[p], n);

@@ -97,13 +97,7 @@ void graph_swap_records(graph *a, graph *b)
     *a = *b;
     *b = t;
     /* The maps go back: each stays with its graph. */
-    b->regions = a->regions;
-    b->nregions = a->nregions;
-    b->cap_regions = a->cap_regions;
     b->scratch = a->scratch;
-    a->regions = t.regions;
-    a->nregions = t.nregions;
-    a->cap_regions = t.cap_regions;
     a->scratch = t.scratch;
 }
 

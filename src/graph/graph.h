@@ -9,9 +9,10 @@
  * strictly need: conservative, never missing one.  Edges go from an earlier
  * task to a later one only, so the graph is a DAG by construction.
  *
- * Cost: O(log n) expected per task arg (n: the tensor map's live records),
- * plus O(log n) per edge the rule makes, whatever the access pattern; the
- * map holds O(task args + edges) records (tensor_map.c says why).
+ * Cost: O(log m) per task arg (m: the tensor map's records made since
+ * graph_reset; B+-trees of fanout 16, 5-6 nodes deep at 10^6), plus O(log m)
+ * per edge the rule makes, whatever the access pattern; the map holds
+ * O(task args + edges) records (tensor_map.c says why).
  *
  * Memory: one graph is reused run after run (graph_reset keeps capacity).
  */
@@ -62,8 +63,6 @@ typedef struct graph_task {
     uint32_t succ_first, nsucc;       /* into graph.succ, valid after finalize */
 } graph_task;
 
-typedef struct graph_region graph_region; /* the tensor map's records (graph.c) */
-
 typedef struct graph {
     graph_task *tasks;
     uint32_t ntasks, cap_tasks;
@@ -74,10 +73,7 @@ typedef struct graph {
     uint32_t *succ; /* successor ids, grouped per task after finalize */
     uint32_t nedges, cap_edges;
     uint32_t *edge_from, *edge_to; /* edges in submission order, before finalize */
-    /* tensor map state, owned by tensor_map.c */
-    graph_region *regions;
-    uint32_t nregions, cap_regions;
-    void *scratch; /* tensor_map.c's private state */
+    void *scratch;                 /* the tensor map, owned by tensor_map.c */
     /* The scheduler's words for one execution (exec.c: 3 a task), reserved
      * by graph_finalize and kept across graph_reset, so a warm run allocates
      * and first-touches nothing there (a fresh 12 MB block for 10^6 tasks
@@ -115,9 +111,11 @@ int graph_add_task(graph *g, const hg_kernel *kernel, const graph_targ *args, ui
 typedef struct graph_map_counts {
     uint32_t records;      /* live write records: disjoint ranges with their last writer */
     uint32_t reader_nodes; /* live read records: ranges read since their last write */
-    uint64_t steps;        /* records visited by searches, trims and frees (each treap
-                            * split or merge adds O(log n) more, not counted) */
+    uint64_t steps;        /* tree nodes visited by inserts, searches and cuts, and
+                            * reader list entries walked */
     uint64_t mark_extends; /* times the per-task dedupe marks grew (and were zeroed) */
+    uint32_t nodes;        /* tree nodes handed out since graph_reset (the pool's high water) */
+    uint32_t height;       /* the taller tree's levels now */
 } graph_map_counts;
 
 void graph_map_stats(const graph *g, graph_map_counts *out);

@@ -6,7 +6,7 @@
  * fails without changing anything), graph_map_deps (the task's distinct
  * dependencies, reading the map only), then graph_map_update (the map takes
  * the task's accesses; a failure there breaks the map until graph_reset).
- * The map lives in graph.scratch and graph.regions.
+ * The map lives in graph.scratch; its trees are range_tree.c.
  */
 #ifndef HG_GRAPH_TENSOR_MAP_H
 #define HG_GRAPH_TENSOR_MAP_H

@@ -10,6 +10,8 @@
  * Also: submitting tasks with no args does no reservation work per task
  * (the per-task marks grow geometrically, never on a submit that needs no room).
  */
+#include <math.h>
+
 #include "graph/graph.h"
 #include "testlib.h"
 
@@ -248,6 +250,50 @@ TEST(a_fan_of_readers_is_one_read_record)
         graph_map_stats(&g, &big);
         ASSERT_EQ(big.reader_nodes, 0);
     }
+    graph_free(&g);
+}
+
+/* Scattered 64-byte reads with a 1 KiB write over 16 pieces every 32nd
+ * task (bench/run_overhead's `frag`): the map holds ~0.7 N read records.
+ * The nodes visited per task + edge stay within 2 log_16 N, the depth of
+ * a tree of 16-way nodes twice over: 2.97 and 5.5 at 10^3 and 10^5 tasks
+ * (bounds 4.98 and 8.30).  The treap this replaced visited ~log_2 records:
+ * 9.7 and 21.8, each a cache miss once the records outgrow the caches. */
+static void build_frag(graph *g, uint32_t n, graph_map_counts *c)
+{
+    enum { W = 32, WB = 16 };
+    graph_reset(g);
+    hg_task_id id;
+    for (uint32_t t = 0; t < n; t++) {
+        uint32_t at = (uint32_t)((uint64_t)t * 7919 % n), len = 1;
+        bool write = t % W == W - 1;
+        if (write) {
+            at = (uint32_t)((uint64_t)t * 4099 % (n / WB)) * WB;
+            len = WB;
+        }
+        graph_targ a = graph_targ_bytes(piece(at), piece(at + len), true, write);
+        ASSERT_OK(graph_add_task(g, &kern, &a, 1, NULL, 0, NULL, 0, &id, NULL));
+    }
+    graph_map_stats(g, c);
+}
+
+TEST(frag_work_grows_with_the_tree_height_only)
+{
+    enum { N = 1000, BIG = 100 * N };
+    graph g;
+    graph_init(&g);
+    graph_map_counts small, big;
+    build_frag(&g, N, &small);
+    const double per_small = (double)small.steps / (N + g.nedges);
+    build_frag(&g, BIG, &big);
+    const double per_big = (double)big.steps / (BIG + g.nedges);
+    const double bound_small = 2 * log2(N) / 4, bound_big = 2 * log2(BIG) / 4;
+    printf("  frag: read records %u -> %u, steps/(tasks+edges) %.2f -> %.2f, "
+           "bounds 2 log_16 N %.2f -> %.2f\n",
+           small.reader_nodes, big.reader_nodes, per_small, per_big, bound_small, bound_big);
+    ASSERT(big.reader_nodes > BIG / 2); /* the map really is large */
+    ASSERT(per_small <= bound_small);
+    ASSERT(per_big <= bound_big);
     graph_free(&g);
 }
 
