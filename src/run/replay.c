@@ -69,6 +69,7 @@ void replay_drop(replay_state *rs)
     free(rs->name);
     free(rs->regions);
     free(rs->lens);
+    stage_backplan_free(&rs->back);
     rs->args = NULL;
     rs->names = rs->name = NULL;
     rs->regions = rs->lens = NULL;
@@ -97,6 +98,7 @@ uint64_t replay_bytes(const replay_state *rs)
     b += log_bytes(&rs->rec);
     b += (uint64_t)rs->cap_args * sizeof *rs->args + rs->names_cap;
     b += (uint64_t)rs->cap_regions * 2 * sizeof(hg_devaddr);
+    b += stage_backplan_bytes(&rs->back);
     return b + (rs->name ? strlen(rs->name) + 1 : 0);
 }
 
@@ -217,7 +219,7 @@ static void region_of(const stage_arg *sa, hg_devaddr *at, hg_devaddr *len)
     *len = memory ? sa->hi - sa->lo : 0;
 }
 
-int replay_record(replay_state *rs, graph *g, const stage_plan *p, const hg_callable *c,
+int replay_record(replay_state *rs, graph *g, stage_plan *p, const hg_callable *c,
                   const hg_arg *args, uint32_t nargs)
 {
     rs->valid = false;
@@ -237,6 +239,7 @@ int replay_record(replay_state *rs, graph *g, const stage_plan *p, const hg_call
     replay_log t = rs->rec;
     rs->rec = rs->cur;
     rs->cur = t;
+    (void)stage_backplan_keep(p, &rs->back); /* none kept: replayed runs plan for themselves */
     rs->valid = true;
     return 0;
 }

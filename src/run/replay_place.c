@@ -136,6 +136,10 @@ int replay_place(replay_state *rs, stage_plan *p, hg_device *dev, bool orchestra
     }
     if (moved)
         patch(rs);
+    if (!orchestrated && rs->back.valid) {
+        int rc = stage_backplan_lend(p, &rs->back, e);
+        return rc == 0 ? 1 : rc;
+    }
     for (uint32_t k = 0; !orchestrated && k < rs->rec.nwritten; k++) {
         const replay_written *w = &rs->rec.written[k];
         int rc = w->strided ? stage_note_written(p, w->arg, &w->view, e)
