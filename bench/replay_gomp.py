@@ -4,21 +4,26 @@ OpenMP tasks, per task, side by side (issue 17; docs/PERFORMANCE.md,
 
     gcc -O2 -fopenmp bench/peers/gomp_tasks.c -o build/gomp_tasks
     python3 bench/replay_gomp.py [build dir (default build)] [max tasks (default 1000000)]
+        [--resident]
 
 For each round (PROCS, default 3) it runs one gomp_tasks process (itself
 the median of 3 processes per size, warm runs) and, per size 10^3..max, one
 replay_overhead --replay process, alternating, so both see the same load.
 Printed per size: medians over the rounds of hostgraph's replayed run, its
 execute and host shares, the orchestrated run, and libgomp's warm run, all
-ns per task, the ratio replayed / libgomp, and the load average around."""
+ns per task, the ratio replayed / libgomp, and the load average around.
+--resident: replay_overhead's args resident (no upload in a later run).
+"""
 import os
 import re
 import statistics as st
 import subprocess
 import sys
 
-build = sys.argv[1] if len(sys.argv) > 1 else "build"
-top = int(sys.argv[2]) if len(sys.argv) > 2 else 1000000
+resident = "--resident" in sys.argv
+argv = [a for a in sys.argv if a != "--resident"]
+build = argv[1] if len(argv) > 1 else "build"
+top = int(argv[2]) if len(argv) > 2 else 1000000
 procs = int(os.environ.get("PROCS", 3))
 sizes = [n for n in (1000, 10000, 100000, 1000000) if n <= top]
 env = dict(os.environ, OMP_NUM_THREADS="2")
@@ -29,7 +34,8 @@ def load():
 
 
 def hostgraph(n):
-    out = subprocess.run([f"{build}/replay_overhead", str(n), "sim:cores=2", "--replay"],
+    out = subprocess.run([f"{build}/replay_overhead", str(n), "sim:cores=2", "--replay"]
+                         + (["--resident"] if resident else []),
                          capture_output=True, text=True, check=True, env=env).stdout
     lines = out.splitlines()
 
@@ -64,7 +70,8 @@ for r in range(procs):
     loads.append(load())
 
 print(f"load average (1 min) over the run: {min(loads):.1f}-{max(loads):.1f} on "
-      f"{os.cpu_count()} CPUs; medians of {procs} processes each")
+      f"{os.cpu_count()} CPUs; medians of {procs} processes each; args "
+      f"{'resident' if resident else 'staged'}")
 print("| tasks | replayed run | its execute | its host | orchestrated run | libgomp run "
       "| replayed / libgomp |")
 print("|---|---|---|---|---|---|---|")
