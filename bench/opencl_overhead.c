@@ -13,8 +13,9 @@
  * convention: one work item per element of the first written arg, one when
  * the task writes nothing).  A repetition is one hg_runner_run (submit,
  * bind, enqueue, one wait, copy-back of 4 bytes for the chain); the first
- * (program build, resident copy) is dropped.  Printed: median and min
- * microseconds per task (the run's wall over its tasks).  A benchmark, not
+ * (program build, resident copy) is dropped.  Printed: median, min and
+ * max microseconds per task (the run's wall over its tasks), the share of
+ * the slowest rep spent in exec (enqueue and the one wait), and every rep.  A benchmark, not
  * a test.
  */
 #include <stdio.h>
@@ -53,9 +54,20 @@ static int orchestrate(hg_orch *o, void *user)
     return rc;
 }
 
+/* Prints the reps' us/task, sorted, so a noisy median shows whether one
+ * rep or many were slow. */
+static void print_reps(const uint64_t *sorted_ns, int reps, uint32_t tasks)
+{
+    printf("  reps (us/task, sorted):");
+    for (int i = 0; i < reps; i++)
+        printf(" %.1f", (double)sorted_ns[i] / 1e3 / tasks);
+    printf("\n");
+}
+
 static int measure(hg_runner *r, hg_arg *arg, shape *s, int reps)
 {
     uint64_t *wall = calloc((size_t)reps, sizeof *wall);
+    uint64_t exec_max = 0, wall_max = 0;
     hg_callable c = {s->name, orchestrate, s};
     arg->dir = s->access == HG_IN ? HG_IN : HG_INOUT;
     for (int rep = -1; rep < reps; rep++) {
@@ -65,15 +77,20 @@ static int measure(hg_runner *r, hg_arg *arg, shape *s, int reps)
             free(wall);
             return 1;
         }
-        if (rep >= 0)
-            wall[rep] = st.wall_ns;
+        if (rep < 0)
+            continue;
+        wall[rep] = st.wall_ns;
+        if (st.wall_ns > wall_max) {
+            wall_max = st.wall_ns;
+            exec_max = st.exec_ns;
+        }
     }
-    double min_ms = (double)wall[0] / 1e6;
-    for (int i = 1; i < reps; i++)
-        min_ms = (double)wall[i] / 1e6 < min_ms ? (double)wall[i] / 1e6 : min_ms;
-    double med_ms = bench_median_ms(wall, reps);
-    printf("hostgraph %-12s %u tasks: median %.2f us/task, min %.2f us/task (%d reps)\n", s->name,
-           s->tasks, med_ms * 1e3 / s->tasks, min_ms * 1e3 / s->tasks, reps);
+    double med_ms = bench_median_ms(wall, reps); /* sorts wall */
+    printf("hostgraph %-12s %u tasks: median %.2f us/task, min %.2f us/task, max %.2f us/task "
+           "(%.0f%% of it exec) (%d reps)\n",
+           s->name, s->tasks, med_ms * 1e3 / s->tasks, (double)wall[0] / 1e3 / s->tasks,
+           (double)wall_max / 1e3 / s->tasks, 100.0 * (double)exec_max / (double)wall_max, reps);
+    print_reps(wall, reps, s->tasks);
     free(wall);
     return 0;
 }

@@ -533,6 +533,33 @@ int hg_orch_fail(hg_orch *o, int code, const char *fmt, ...) __attribute__((form
  * (the kernel record and its name included) is copied: it may die as soon as
  * this returns. */
 int hg_task_submit(hg_orch *o, const hg_task_desc *desc, hg_task_id *out);
+/*
+ * Submits a host step: a task whose kernel is host code over its args' bytes
+ * (desc->kernel->fn; its OpenCL slot, if any, is ignored), runnable on every
+ * device.  Dependencies are inferred as for any task.
+ *   - sim: it is a task like any other (device memory is host memory): fn
+ *     runs on a core of the kernel's type with translated pointers.
+ *   - queue devices (OpenCL): the runtime stages it.  Once every task it
+ *     depends on is done, a helper thread of the run copies its args'
+ *     extents device -> host (args it reads, and written args with gaps)
+ *     into host staging, calls fn on views of that staging, and copies its
+ *     written args' extents back host -> device; only then do the tasks
+ *     that depend on it start (its event in their wait lists).  Tasks that
+ *     do not depend on it never wait for it, so fn may block (on a network,
+ *     say) while the device keeps running them.  Up to 4 host steps of a
+ *     run run at once, taken in submission order.  The staging copies count
+ *     in the run's h2d/d2h stats and against injected copy faults; each arg
+ *     has its own staging (two args viewing the same bytes do not alias).
+ *   - failure: a non-zero return fails the run with HG_EKERNEL naming the
+ *     task, as a kernel does, and its written bytes are not copied back to
+ *     the device.  On a queue device, a host step that depends (directly or
+ *     through other tasks) on a host step that failed is not run; kernels
+ *     that depend on it still run (as after a kernel's HG_FAIL), and the run
+ *     fails naming the lowest failing task.
+ * fn may call hg_kernel_count.  Same errors as hg_task_submit; HG_EINVAL
+ * too for a kernel without fn.
+ */
+int hg_task_submit_host_step(hg_orch *o, const hg_task_desc *desc, hg_task_id *out);
 
 /* ------------------------------------------------------------------- traces */
 

@@ -27,9 +27,10 @@
  * MPI_Abort and a message naming the rank and the collective.
  *
  * Threading: MPI must be initialised with at least MPI_THREAD_SERIALIZED:
- * allreduce tasks call MPI from the device's core threads (one at a time:
- * a run's allreduces form a chain) and the agreement from the thread that
- * calls hg_runner_run.  The library talks on its own duplicate of the
+ * allreduce tasks call MPI from the device's core threads (the sim) or the
+ * run's host-step helper threads (a queue device), one at a time (a run's
+ * allreduces form a chain), and the agreement from the thread that calls
+ * hg_runner_run.  The library talks on its own duplicate of the
  * communicator, so it never matches the caller's messages; a caller that
  * uses MPI on other threads while a run is in flight needs
  * MPI_THREAD_MULTIPLE.
@@ -83,23 +84,26 @@ int hg_mpi_set_timeout(hg_mpi *m, double seconds);
  *     gets the same bits; the cost is 4 bytes per element handed to MPI.
  *   - views: dense views at any offset; a strided view (gaps or reuse) is
  *     refused (HG_EINVAL): allreduce a dense view of it.
- *   - staging: on the sim the device memory is host memory, so the task
- *     hands MPI the translated pointer of the device range (f32 in place,
- *     no copy; bf16 through the staging buffer): no byte crosses a link.
- *     A queue device (OpenCL) is refused with HG_EUNSUPPORTED naming the
- *     device until its staging (D2H, MPI, H2D; docs/ARCHITECTURE.md, "MPI")
- *     is built.
+ *   - staging: the task is a host step (hg_task_submit_host_step).  On
+ *     the sim the device memory is host memory, so it hands MPI the
+ *     translated pointer of the device range (f32 in place, no copy; bf16
+ *     through the staging buffer): no byte crosses a link.  On a queue
+ *     device (OpenCL) the range comes down into host staging once the tasks
+ *     it depends on are done, is reduced there by a helper thread of the
+ *     run, and goes back up before its readers start: 2 x the range's bytes
+ *     in the run's d2h/h2d stats, and the device keeps running the tasks
+ *     that do not depend on it meanwhile.
  *   - counts: the run's hg_run_stats.net_bytes grows by the bytes handed to
  *     MPI (elements x 4, f32 and bf16 alike) and net_ns by the task's time
  *     in MPI calls (its status word included); the agreement at the run's
  *     end is not counted (it is in the run's copy-back time).
- *   - the task takes a vector core for the time it waits: a device with no
- *     vector core cannot run it (HG_EUNSUPPORTED at submit).
+ *   - on the sim the task takes a vector core for the time it waits: a
+ *     device with no vector core cannot run it (HG_EUNSUPPORTED at submit).
  *
  * On error the orchestration fails (hg_orch_fail) and the code is returned:
  * HG_EINVAL (o, m or view NULL; a dtype other than f32 or bf16; a strided
- * view), HG_ELIMIT (more than INT_MAX elements), HG_EUNSUPPORTED (a queue
- * device), or any code hg_task_submit returns (e.g. HG_ERANGE: the view
+ * view), HG_ELIMIT (more than INT_MAX elements), or any code
+ * hg_task_submit_host_step returns (e.g. HG_ERANGE: the view
  * is not inside the arg).  The task's id goes to *out when out is not NULL.
  */
 int hg_mpi_allreduce(hg_orch *o, hg_mpi *m, uint32_t arg, const hg_tensor *view, hg_task_id *out);

@@ -14,6 +14,7 @@
  * 1/8 with small magnitudes, so f32 sums are exact and the golden (double)
  * matches bit for bit whatever the summation order.
  */
+#include "kernels/gemm_cl.h"
 #include "scene/scene.h"
 #include "tensor/checked.h"
 
@@ -71,35 +72,32 @@ static int add_kernel(const hg_kernel_ctx *ctx)
 }
 
 /* The same two kernels for OpenCL devices (hostgraph.h's calling
- * convention), one program: a work item per element of the tile written
- * (P for gemm, C for add), with the host kernels' checks. */
-static const char bgemm_cl[] =
+ * convention), one program: the host kernels' checks, then gemm_cl.h's
+ * cores (register-blocked GEMM, row-wise ADD), which the StarPU peer runs
+ * too. */
+static const char bgemm_cl[] = KERN_CL_GEMM
     "__kernel void gemm(HG_STATUS_ARGS, HG_TENSOR(float, a), HG_TENSOR(float, b),\n"
     "                   HG_TENSOR(float, p))\n"
     "{\n"
     "    ulong m = a_v.shape[0], k = a_v.shape[1], n = b_v.shape[1];\n"
-    "    if (b_v.shape[0] != k || p_v.shape[0] != m || p_v.shape[1] != n ||\n"
-    "        a_v.strides[1] != 1 || b_v.strides[1] != 1 || p_v.strides[1] != 1) {\n"
+    "    if (a_v.ndims != 2 || b_v.ndims != 2 || p_v.ndims != 2 || b_v.shape[0] != k ||\n"
+    "        p_v.shape[0] != m || p_v.shape[1] != n || a_v.strides[1] != 1 ||\n"
+    "        b_v.strides[1] != 1 || p_v.strides[1] != 1) {\n"
     "        HG_FAIL(1);\n"
     "        return;\n"
     "    }\n"
-    "    ulong id = get_global_id(0), r = id / n, c = id % n;\n"
-    "    __global const float *arow = HG_PTR(a) + r * a_v.strides[0];\n"
-    "    __global const float *bcol = HG_PTR(b) + c;\n"
-    "    float sum = 0.0f;\n"
-    "    for (ulong kk = 0; kk < k; kk++)\n"
-    "        sum += arow[kk] * bcol[kk * b_v.strides[0]];\n"
-    "    HG_PTR(p)[r * p_v.strides[0] + c] = sum;\n"
+    "    kc_gemm(HG_PTR(a), a_v.strides[0], HG_PTR(b), b_v.strides[0], HG_PTR(p),\n"
+    "            p_v.strides[0], m, n, k);\n"
     "}\n"
     "__kernel void add(HG_STATUS_ARGS, HG_TENSOR(float, p), HG_TENSOR(float, c))\n"
     "{\n"
-    "    if (p_v.shape[0] != c_v.shape[0] || p_v.shape[1] != c_v.shape[1] ||\n"
-    "        p_v.strides[1] != 1 || c_v.strides[1] != 1) {\n"
+    "    if (p_v.ndims != 2 || c_v.ndims != 2 || p_v.shape[0] != c_v.shape[0] ||\n"
+    "        p_v.shape[1] != c_v.shape[1] || p_v.strides[1] != 1 || c_v.strides[1] != 1) {\n"
     "        HG_FAIL(1);\n"
     "        return;\n"
     "    }\n"
-    "    ulong id = get_global_id(0), r = id / c_v.shape[1], col = id % c_v.shape[1];\n"
-    "    HG_PTR(c)[r * c_v.strides[0] + col] += HG_PTR(p)[r * p_v.strides[0] + col];\n"
+    "    kc_add(HG_PTR(p), p_v.strides[0], HG_PTR(c), c_v.strides[0], c_v.shape[0],\n"
+    "           c_v.shape[1]);\n"
     "}\n";
 
 static const hg_kernel gemm = {"gemm", gemm_kernel, HG_CORE_CUBE, bgemm_cl, "gemm"};

@@ -20,6 +20,8 @@
 #include "scene/scene.h"
 #ifdef HG_HAVE_MPI
 #include <mpi.h>
+
+#include "hostgraph_tp.h"
 #endif
 
 static const char usage_text[] =
@@ -73,9 +75,11 @@ static const char run_help_text[] =
     "  --trace FILE        write a Chrome trace-event JSON (opens in Perfetto)\n"
     "                      (both paths are checked before the first round)\n"
     "  --quiet             print only the summary line\n"
-    "  --tp N              tensor-parallel over N MPI ranks (under mpirun -np N; needs\n"
-    "                      MPI built in; no scene splits yet); 1 (the default) runs\n"
-    "                      without MPI\n"
+    "  --tp N              tensor-parallel over N MPI ranks, under mpirun -np N (needs\n"
+    "                      MPI built in; qwen3_decode splits, N in 1, 2, 4, 8): each rank\n"
+    "                      opens --device, holds 1/N of every layer and its KV cache;\n"
+    "                      rank 0 prints the table and writes --json, with every rank's\n"
+    "                      rounds under \"ranks\"; 1 (the default) runs without MPI\n"
     "\n"
     "Table columns: round, then wall, bind, orchestrate, execute, copy-back and release\n"
     "times (ms), bytes each way, replayed (with --replay: yes when the round ran the\n"
@@ -210,13 +214,12 @@ static int apply_tp(run_args *ra, const char *value)
     return SCENE_EXIT_OK;
 }
 
-/* Whether a scene can split its work across --tp ranks.  None can yet:
- * the qwen3_decode split (docs/ARCHITECTURE.md, "MPI") comes with its
- * scene; then this asks the scene. */
+/* Whether a scene can split its work across --tp ranks: the scene says
+ * (qwen3_decode does; docs/ARCHITECTURE.md, "The Qwen3 tensor-parallel
+ * split"). */
 static bool scene_splits(const scene *sc)
 {
-    (void)sc;
-    return false;
+    return sc->splits;
 }
 
 /* Room for the MPI library's name (MPI_MAX_LIBRARY_VERSION_STRING is 256
@@ -249,8 +252,8 @@ static int tp_check(const run_args *ra)
     char msg[512], lib[HG_MPI_NAME_MAX];
     mpi_library(lib, sizeof lib);
     snprintf(msg, sizeof msg,
-             "--tp %u: scene '%s' cannot split across ranks (no scene has a tensor-parallel "
-             "split yet; MPI built in: %s); run it with --tp 1",
+             "--tp %u: scene '%s' cannot split across ranks (qwen3_decode can; MPI built "
+             "in: %s); run it with --tp 1",
              ra->tp, ra->opts.scene->name, lib);
     return usage_error("%s", msg);
 }
@@ -393,6 +396,36 @@ static bool catch_signals(signal_watch *w, scene_cancel *cancel)
     return true;
 }
 
+/* --tp N > 1: MPI is initialised here and only here (after the signal
+ * thread started, so MPI's threads inherit the blocked signals).  Rank 0
+ * prints and writes the reports; the other ranks print only their own
+ * errors. */
+static int run_tp(run_args *ra)
+{
+#ifdef HG_HAVE_MPI
+    static tp_job job; /* the ranks' callbacks point into it during the run */
+    int rc = tp_job_begin(&job, ra->tp, stderr);
+    if (rc != SCENE_EXIT_OK)
+        return rc;
+    FILE *devnull = NULL;
+    ra->opts.tp = &job.tp;
+    if (job.tp.rank != 0) {
+        devnull = fopen("/dev/null", "w");
+        ra->opts.out = devnull != NULL ? devnull : ra->opts.out;
+        ra->opts.quiet = true;
+        ra->opts.json_path = ra->opts.trace_path = NULL;
+    }
+    rc = scene_run(&ra->opts);
+    tp_job_end(&job);
+    if (devnull != NULL)
+        fclose(devnull);
+    return rc;
+#else
+    (void)ra;
+    return SCENE_EXIT_USAGE; /* apply_tp refused it */
+#endif
+}
+
 static int cmd_run(int argc, char **argv, uint64_t start_ns, bool compare)
 {
     static signal_watch watch; /* the signal thread's: it outlives this call */
@@ -455,6 +488,8 @@ static int cmd_run(int argc, char **argv, uint64_t start_ns, bool compare)
      * interrupted or killed command never leaves half a row. */
     if (!isatty(fileno(stdout)))
         setvbuf(stdout, NULL, _IOLBF, 0);
+    if (ra.tp > 1)
+        return run_tp(&ra);
     return compare ? scene_compare(&ra.opts, ra.svg_path) : scene_run(&ra.opts);
 }
 

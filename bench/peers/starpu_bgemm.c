@@ -6,7 +6,7 @@
  *
  * Build and run (bench/peers/README.md):
  *
- *     cc -O2 -o starpu_bgemm bench/peers/starpu_bgemm.c \
+ *     cc -O2 -Iscenes/kernels -o starpu_bgemm bench/peers/starpu_bgemm.c \
  *         $(pkg-config --cflags --libs starpu-1.3) -lOpenCL
  *     STARPU_OPENCL_ON_CPUS=1 STARPU_NCPU=0 STARPU_NOPENCL=1 ./starpu_bgemm [grid tile rounds]
  *
@@ -16,8 +16,10 @@
  * product tile (a StarPU temporary handle, home node -1: it lives on the
  * device only, as hostgraph's run-owned scratch), and an ADD task adds it
  * into C(i,j) (RW: StarPU chains the ADDs of one tile as hostgraph does).
- * The OpenCL kernels are bgemm.c's, one work item per element of the tile
- * written, with the view's fields as plain arguments.
+ * The OpenCL kernels are bgemm.c's: scenes/kernels/gemm_cl.h's cores
+ * (included, the same text), launched as hostgraph launches them (one work
+ * item per element of the tile written, the local size left to PoCL), with
+ * the view's fields as plain arguments.
  *
  * A round: submit every task, wait for all, then acquire every C tile on
  * the host (RW: its bytes come back), check sampled elements against a
@@ -35,24 +37,22 @@
 
 #include <starpu.h>
 
-static const char BGEMM_CL[] =
+#include "gemm_cl.h"
+
+/* gemm_cl.h's cores, the very text bgemm.c's OpenCL slot runs, behind
+ * entry points that take StarPU's buffers as (buffer, element offset,
+ * leading dimension) and the sizes as ulongs. */
+static const char BGEMM_CL[] = KERN_CL_GEMM
     "__kernel void gemm(__global const float *a, ulong a_off, ulong lda,\n"
     "                   __global const float *b, ulong b_off, ulong ldb,\n"
-    "                   __global float *p, ulong p_off, ulong ldp, ulong k, ulong n)\n"
+    "                   __global float *p, ulong p_off, ulong ldp, ulong m, ulong n, ulong k)\n"
     "{\n"
-    "    ulong id = get_global_id(0), r = id / n, c = id % n;\n"
-    "    __global const float *arow = a + a_off + r * lda;\n"
-    "    __global const float *bcol = b + b_off + c;\n"
-    "    float sum = 0.0f;\n"
-    "    for (ulong kk = 0; kk < k; kk++)\n"
-    "        sum += arow[kk] * bcol[kk * ldb];\n"
-    "    p[p_off + r * ldp + c] = sum;\n"
+    "    kc_gemm(a + a_off, lda, b + b_off, ldb, p + p_off, ldp, m, n, k);\n"
     "}\n"
     "__kernel void add(__global const float *p, ulong p_off, ulong ldp,\n"
-    "                  __global float *c, ulong c_off, ulong ldc, ulong n)\n"
+    "                  __global float *c, ulong c_off, ulong ldc, ulong m, ulong n)\n"
     "{\n"
-    "    ulong id = get_global_id(0), r = id / n, col = id % n;\n"
-    "    c[c_off + r * ldc + col] += p[p_off + r * ldp + col];\n"
+    "    kc_add(p + p_off, ldp, c + c_off, ldc, m, n);\n"
     "}\n";
 
 static struct starpu_opencl_program program;
@@ -104,15 +104,16 @@ static void launch(const char *name, void *buffers[], int nbuf, const cl_ulong *
 static void gemm_opencl(void *buffers[], void *arg)
 {
     (void)arg;
-    cl_ulong sc[2] = {STARPU_MATRIX_GET_NX(buffers[0]), STARPU_MATRIX_GET_NX(buffers[2])};
-    launch("gemm", buffers, 3, sc, 2);
+    cl_ulong sc[3] = {STARPU_MATRIX_GET_NY(buffers[2]), STARPU_MATRIX_GET_NX(buffers[2]),
+                      STARPU_MATRIX_GET_NX(buffers[0])};
+    launch("gemm", buffers, 3, sc, 3);
 }
 
 static void add_opencl(void *buffers[], void *arg)
 {
     (void)arg;
-    cl_ulong n = STARPU_MATRIX_GET_NX(buffers[1]);
-    launch("add", buffers, 2, &n, 1);
+    cl_ulong sc[2] = {STARPU_MATRIX_GET_NY(buffers[1]), STARPU_MATRIX_GET_NX(buffers[1])};
+    launch("add", buffers, 2, sc, 2);
 }
 
 static struct starpu_codelet gemm_cl = {

@@ -77,7 +77,8 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Median and min ns per task over reps timed repetitions (after one more). */
+/* Median, min and max us per task over reps timed repetitions (after one
+ * more), and every rep. */
 static void measure(const char *shape, struct starpu_codelet *cl, starpu_data_handle_t h, int tasks,
                     int reps)
 {
@@ -92,8 +93,13 @@ static void measure(const char *shape, struct starpu_codelet *cl, starpu_data_ha
             ns[rep] = now_ns() - t0;
     }
     qsort(ns, (size_t)reps, sizeof *ns, cmp_u64);
-    printf("starpu %-12s %d tasks: median %.2f us/task, min %.2f us/task (%d reps)\n", shape, tasks,
-           (double)ns[reps / 2] / 1e3 / tasks, (double)ns[0] / 1e3 / tasks, reps);
+    printf("starpu %-12s %d tasks: median %.2f us/task, min %.2f us/task, max %.2f us/task (%d "
+           "reps)\n  reps (us/task, sorted):",
+           shape, tasks, (double)ns[reps / 2] / 1e3 / tasks, (double)ns[0] / 1e3 / tasks,
+           (double)ns[reps - 1] / 1e3 / tasks, reps);
+    for (int i = 0; i < reps; i++)
+        printf(" %.1f", (double)ns[i] / 1e3 / tasks);
+    printf("\n");
     free(ns);
 }
 

@@ -13,6 +13,9 @@
  *     hash: a false pass needs a collision, ~2^-64).  On a mismatch it finds
  *     the first differing element exactly, by regenerating the cache's
  *     seeded contents, and reports that index.
+ *
+ * A rank of a tensor-parallel step (split.c) checks its share: its KV
+ * heads' slice of every row, against those heads' part of the golden rows.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -22,15 +25,24 @@
 
 static const uint32_t cache_args[2] = {QA_K_CACHE, QA_V_CACHE};
 
-/* Bytes of one cache row and one layer. */
-static size_t row_bytes(const qwen3_dims *d)
+/* Bytes of one cache row and one layer of this rank's caches (its KV
+ * heads: all of them unless split). */
+static size_t row_bytes(const qwen3_state *st)
 {
-    return d->kv_heads * d->head_dim * 2;
+    return st->kv_count * st->dims.head_dim * 2;
 }
 
-static size_t layer_bytes(const qwen3_dims *d)
+static size_t layer_bytes(const qwen3_state *st)
 {
-    return d->num_blocks * d->block * row_bytes(d);
+    return st->dims.num_blocks * st->dims.block * row_bytes(st);
+}
+
+/* Element i of this rank's cache as an element of the whole cache, where
+ * its seeded contents were generated. */
+static size_t whole_index(const qwen3_state *st, size_t i)
+{
+    size_t dh = st->dims.head_dim, row = st->kv_count * dh;
+    return (i / row) * st->dims.kv_heads * dh + st->kv_first * dh + i % row;
 }
 
 /* Calls fn(ctx, lo, hi) for each byte range of layer l not written by the
@@ -40,9 +52,9 @@ typedef bool (*range_fn)(void *ctx, size_t lo, size_t hi);
 static bool each_unwritten(const qwen3_state *st, size_t l, range_fn fn, void *ctx)
 {
     const qwen3_dims *d = &st->dims;
-    size_t at = l * layer_bytes(d), end = at + layer_bytes(d), rb = row_bytes(d);
+    size_t at = l * layer_bytes(st), end = at + layer_bytes(st), rb = row_bytes(st);
     for (size_t i = 0; i < d->batch; i++) {
-        size_t row = l * layer_bytes(d) + st->slots[st->order[i]] * rb;
+        size_t row = l * layer_bytes(st) + st->slots[st->order[i]] * rb;
         if (row < at)
             continue; /* two sequences on one slot: already skipped */
         if (!fn(ctx, at, row))
@@ -115,6 +127,7 @@ int qwen3_check_prepare(qwen3_state *st, const scene_case *c)
 /* The first element of an unwritten range that differs from the cache as
  * made (regenerated from its seed). */
 typedef struct find_ctx {
+    const qwen3_state *st;
     const uint16_t *data;
     qwen3_fill fill;
     size_t bad; /* element index, SIZE_MAX until found */
@@ -124,7 +137,8 @@ static bool find_range(void *ctx, size_t lo, size_t hi)
 {
     find_ctx *fc = ctx;
     for (size_t i = lo / 2; i < hi / 2; i++) {
-        if (fc->data[i] != wl_fill_bf16_at(fc->fill.seed, fc->fill.offset, fc->fill.scale, i)) {
+        if (fc->data[i] != wl_fill_bf16_at(fc->fill.seed, fc->fill.offset, fc->fill.scale,
+                                           whole_index(fc->st, i))) {
             fc->bad = i;
             return false;
         }
@@ -153,24 +167,26 @@ static void check_cache(const scene_case *c, const qwen3_state *st, int k, scene
     const qwen3_dims *d = &st->dims;
     const uint16_t *data = scene_case_data(c, cache_args[k]);
     const double *want = k == 0 ? st->rows.k : st->rows.v;
-    size_t kvd = d->kv_heads * d->head_dim, per_layer = layer_bytes(d) / 2;
+    /* The golden's rows hold every KV head; this rank's start at kv_first. */
+    size_t kvd = d->kv_heads * d->head_dim, mine = st->kv_count * d->head_dim;
+    size_t first = st->kv_first * d->head_dim, per_layer = layer_bytes(st) / 2;
     for (size_t l = 0; l < d->layers; l++) {
         for (size_t b = 0; b < d->batch; b++) {
-            size_t at = l * per_layer + st->slots[b] * kvd;
-            for (size_t i = 0; i < kvd; i++)
-                note(res, at + i, hg_bf16_to_f32(data[at + i]), want[(l * d->batch + b) * kvd + i],
-                     st->rtol[k], st->atol[k]);
+            size_t at = l * per_layer + st->slots[b] * mine;
+            const double *w = want + (l * d->batch + b) * kvd + first;
+            for (size_t i = 0; i < mine; i++)
+                note(res, at + i, hg_bf16_to_f32(data[at + i]), w[i], st->rtol[k], st->atol[k]);
         }
         if (hash_layer(st, data, l) == st->hash[k][l])
             continue;
-        find_ctx fc = {data, st->fill[k], SIZE_MAX};
+        find_ctx fc = {st, data, st->fill[k], SIZE_MAX};
         each_unwritten(st, l, find_range, &fc);
         if (fc.bad == SIZE_MAX) { /* the hash moved, no element did: made != regenerated */
             res->first_bad = l * per_layer < res->first_bad ? l * per_layer : res->first_bad;
             continue;
         }
-        double made = hg_bf16_to_f32(
-            wl_fill_bf16_at(st->fill[k].seed, st->fill[k].offset, st->fill[k].scale, fc.bad));
+        double made = hg_bf16_to_f32(wl_fill_bf16_at(st->fill[k].seed, st->fill[k].offset,
+                                                     st->fill[k].scale, whole_index(st, fc.bad)));
         note(res, fc.bad, hg_bf16_to_f32(data[fc.bad]), made, 0.0, 0.0);
         res->first_bad = fc.bad < res->first_bad ? fc.bad : res->first_bad;
     }

@@ -10,10 +10,13 @@
  *                      caches at its slot (OUT views of exactly those rows)
  *   attention          per sequence: QK, softmax, PV per chunk, merge -> attn
  *   proj o             per column tile: attn . Wo^T -> o
+ *   (allreduce o)      a rank's share of a split step (split.c, `user` is
+ *                      its scene_tp): o summed over the ranks
  *   add_rmsnorm        1          h1 = x + o, xn2 = RMSNorm(h1)
  *   proj gate, up      per column tile
  *   silu_mul           per gate tile: act = SiLU(gate) x up
  *   proj down          per column tile: act . Wd^T -> d
+ *   (allreduce d)      split: d summed over the ranks
  *   residual           1          bf16(h1 + d) -> the next layer's x, or out
  *
  * Projection outputs live in run-owned scratch as column tiles stored one
@@ -38,11 +41,14 @@
 #include "../kernels/kernels.h"
 #include "qwen3.h"
 
-/* A tiled f32 scratch matrix: [row tiles][col tiles][QWEN3_TILE_ROWS][w]. */
+/* A tiled f32 scratch matrix: [row tiles][col tiles][rows][w], rows the
+ * row tile's height (QWEN3_TILE_ROWS but in the last): a row tile is one
+ * dense block of rows x cols, which a split step sums over the ranks in one
+ * allreduce. */
 typedef struct tiled {
     uint32_t arg;
     hg_tensor base;
-    size_t cols, w;
+    size_t cols, w, batch;
 } tiled;
 
 /* A row-major scratch matrix [rows][cols] (f32, or bf16 for layer outputs). */
@@ -63,6 +69,7 @@ typedef struct plan {
     rowmaj xn, xn2, h1, attn, hid;
     wl_attn_scratch scr;
     size_t *first_slot; /* [batch]: each sequence's first attention chunk slot */
+    const scene_tp *tp; /* a rank's share of a split step (split.c); NULL: whole */
 } plan;
 
 /* ------------------------------------------------------------ views */
@@ -73,19 +80,30 @@ static hg_tensor view2(const hg_tensor *base, size_t off, size_t rows, size_t co
     return wl_view(base, off, 2, shape, strides);
 }
 
-/* Tile j of row tile rt (rows x w). */
+/* The rows of row tile rt, and where its block starts. */
+static size_t tile_height(const tiled *t, size_t rt)
+{
+    size_t r0 = rt * QWEN3_TILE_ROWS;
+    return t->batch - r0 < QWEN3_TILE_ROWS ? t->batch - r0 : QWEN3_TILE_ROWS;
+}
+
+static size_t block_at(const tiled *t, size_t rt)
+{
+    return rt * QWEN3_TILE_ROWS * t->cols;
+}
+
+/* Tile j of row tile rt (rows x w; rows is the row tile's height). */
 static hg_tensor tile_at(const tiled *t, size_t rt, size_t j, size_t rows)
 {
-    size_t ntiles = t->cols / t->w;
-    return view2(&t->base, ((rt * ntiles + j) * QWEN3_TILE_ROWS) * t->w, rows, t->w, t->w);
+    return view2(&t->base, block_at(t, rt) + j * rows * t->w, rows, t->w, t->w);
 }
 
 /* Rows [r, r + rows) of row tile rt across all tiles: [ntiles, rows, w]. */
 static hg_tensor tile_rows(const tiled *t, size_t rt, size_t r, size_t rows)
 {
     size_t ntiles = t->cols / t->w;
-    size_t shape[3] = {ntiles, rows, t->w}, strides[3] = {QWEN3_TILE_ROWS * t->w, t->w, 1};
-    return wl_view(&t->base, (rt * ntiles * QWEN3_TILE_ROWS + r) * t->w, 3, shape, strides);
+    size_t shape[3] = {ntiles, rows, t->w}, strides[3] = {tile_height(t, rt) * t->w, t->w, 1};
+    return wl_view(&t->base, block_at(t, rt) + r * t->w, 3, shape, strides);
 }
 
 static hg_tensor rows_of(const rowmaj *m, size_t layer_off, size_t r0, size_t rows)
@@ -189,9 +207,10 @@ static int read_host(hg_orch *o, plan *p)
 
 static int take_tiled(hg_orch *o, const char *name, const plan *p, size_t cols, size_t w, tiled *t)
 {
-    size_t shape[1] = {p->row_tiles * QWEN3_TILE_ROWS * cols};
+    size_t shape[1] = {p->batch * cols};
     t->cols = cols;
     t->w = w;
+    t->batch = p->batch;
     return hg_orch_scratch(o, name, HG_F32, 1, shape, &t->arg, &t->base);
 }
 
@@ -360,6 +379,17 @@ static int submit_attention(hg_orch *o, const plan *p, size_t l, size_t b)
     return wl_attn_submit(o, &s, &p->scr, p->first_slot[b]);
 }
 
+/* A split step's partial sums of row tile rt of t (o or down): summed over
+ * the ranks in place, one allreduce of its dense block; nothing unsplit. */
+static int submit_allreduce(hg_orch *o, const plan *p, const tiled *t, size_t rt)
+{
+    if (p->tp == NULL)
+        return 0;
+    size_t n = tile_height(t, rt) * t->cols, one = 1;
+    hg_tensor block = wl_view(&t->base, block_at(t, rt), 1, &n, &one);
+    return p->tp->allreduce(p->tp->user, o, t->arg, &block);
+}
+
 /* Layer l from the output projection on, for row tile rt. */
 static int submit_mlp(hg_orch *o, const plan *p, size_t l, size_t rt)
 {
@@ -369,6 +399,8 @@ static int submit_mlp(hg_orch *o, const plan *p, size_t l, size_t rt)
     hg_task_arg h1 = targ(p->h1.arg, HG_OUT, rows_of(&p->h1, 0, r0, rows));
     hg_task_arg xn2 = targ(p->xn2.arg, HG_OUT, rows_of(&p->xn2, 0, r0, rows));
     int rc = submit_proj(o, p, attn, QA_WO, l, &p->o, rt, rows);
+    if (rc == 0)
+        rc = submit_allreduce(o, p, &p->o, rt);
     hg_task_arg a[5] = {layer_in(p, l, r0, rows),
                         targ(p->o.arg, HG_IN, tile_rows(&p->o, rt, 0, rows)),
                         layer_vec(p, QA_W_POST, l), h1, xn2};
@@ -387,6 +419,8 @@ static int submit_mlp(hg_orch *o, const plan *p, size_t l, size_t rt)
     hg_task_arg act = targ(p->act.arg, HG_IN, tile_rows(&p->act, rt, 0, rows));
     if (rc == 0)
         rc = submit_proj(o, p, act, QA_W_DOWN, l, &p->down, rt, rows);
+    if (rc == 0)
+        rc = submit_allreduce(o, p, &p->down, rt);
     hg_task_arg r[3] = {h1, targ(p->down.arg, HG_IN, tile_rows(&p->down, rt, 0, rows)),
                         layer_out(p, l, r0, rows)};
     return rc != 0 ? rc : submit(o, &qwen3_residual, r, 3, NULL, 0);
@@ -394,7 +428,7 @@ static int submit_mlp(hg_orch *o, const plan *p, size_t l, size_t rt)
 
 int qwen3_orchestrate(hg_orch *o, void *user)
 {
-    plan p = {0};
+    plan p = {.tp = user};
     int rc = read_host(o, &p);
     if (rc != 0)
         return rc;

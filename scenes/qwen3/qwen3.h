@@ -8,6 +8,7 @@
  *   kernels_cl.c       their OpenCL slots
  *   golden.c           the plain double reference of the whole step
  *   check.c            the compact golden check of the KV caches
+ *   split.c            one rank's share of a tensor-parallel step (--tp)
  *
  * Per layer, for each sequence: RMSNorm -> q, k, v projections -> q-norm and
  * k-norm (RMSNorm over each head) -> RoPE (rotate-half) at the sequence's
@@ -129,7 +130,15 @@ typedef struct qwen3_state {
     uint64_t *hash[2];       /* [layers] hash of each cache's unwritten bytes */
     qwen3_fill fill[2];      /* k_cache, v_cache */
     double rtol[2], atol[2]; /* written K rows, V rows */
+    /* The KV heads this rank's caches hold, [kv_first, kv_first +
+     * kv_count) of dims.kv_heads (all of them unless split). */
+    size_t kv_first, kv_count;
 } qwen3_state;
+
+/* Cuts the case down to rank tp->rank's share of a tp->size-way tensor-
+ * parallel step (split.c): HG_EINVAL naming --tp unless tp->size divides
+ * the query heads, the KV heads and the intermediate size. */
+int qwen3_split(scene_case *c, qwen3_state *st, const scene_tp *tp, hg_err *err);
 
 /* Records the slots and hashes the caches' unwritten bytes as made. */
 int qwen3_check_prepare(qwen3_state *st, const scene_case *c);

@@ -4,6 +4,8 @@
  */
 #include "device/alloc_table.h"
 
+#include "device/backend.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,6 +58,22 @@ const alloc_entry *alloc_table_containing(const alloc_table *t, hg_devaddr a)
     if (i < 0 || t->entries[i].pending || a - t->entries[i].addr >= t->entries[i].size)
         return NULL;
     return &t->entries[i];
+}
+
+int alloc_table_find(const alloc_table *t, pthread_rwlock_t *lock, hg_devaddr a, hg_devaddr *base,
+                     size_t *size, bool *user)
+{
+    int rc = HG_ENOTFOUND;
+    device_rwlock_rdlock(lock);
+    const alloc_entry *e = alloc_table_containing(t, a);
+    if (e != NULL) {
+        *base = e->addr;
+        *size = e->size;
+        *user = e->user;
+        rc = 0;
+    }
+    device_rwlock_unlock(lock);
+    return rc;
 }
 
 /* First fit: the lowest gap of `span` bytes; its address and the index to

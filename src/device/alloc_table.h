@@ -9,7 +9,8 @@
  * memory (opencl's clCreateBuffer runs with no lock held); lookups skip it,
  * since its address was never returned to anyone.
  *
- * Locking is the caller's: the table has none.  Backends read it under
+ * Locking is the caller's (alloc_table_find takes the read lock it is
+ * given): the table has none.  Backends read it under
  * their read lock and change it under their write lock (backend.h).
  *
  * Cost: lookups are a binary search, O(log n) in live allocations; insert
@@ -20,6 +21,7 @@
 #ifndef HG_DEVICE_ALLOC_TABLE_H
 #define HG_DEVICE_ALLOC_TABLE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -54,6 +56,12 @@ uint64_t alloc_table_align(uint64_t bytes);
 const alloc_entry *alloc_table_lookup(const alloc_table *t, hg_devaddr a, size_t bytes);
 /* The live entry whose [addr, addr+size) contains a, or NULL. */
 const alloc_entry *alloc_table_containing(const alloc_table *t, hg_devaddr a);
+
+/* The backend op find_alloc (backend.h) over the table: the live entry
+ * containing a, its base, size and user flag, under `lock` taken for
+ * reading here; HG_ENOTFOUND if none. */
+int alloc_table_find(const alloc_table *t, pthread_rwlock_t *lock, hg_devaddr a, hg_devaddr *base,
+                     size_t *size, bool *user);
 
 /* Reserves the lowest free range of `span` bytes for an entry (its addr is
  * filled in) and returns the stored entry, or NULL when no range is free

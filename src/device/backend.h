@@ -115,6 +115,10 @@ typedef struct device_ops {
     int (*queue_begin)(void *state, uint32_t ntasks, bool profile, hg_err *e);
     int (*launch)(void *state, const device_task *t, hg_err *e);
     int (*queue_end)(void *state, uint32_t ntasks, device_queue_result *res, hg_err *e);
+    /* Queue backends: host steps (device.h: device_host_launch, _wait, _done). */
+    int (*host_launch)(void *state, uint32_t task, hg_err *e);
+    int (*host_wait)(void *state, const uint32_t *tasks, uint32_t n, hg_err *e);
+    void (*host_done)(void *state, uint32_t task);
     uint64_t (*program_builds)(void *state);
     /* Optional (NULL: 0): device_debug_profiled_runs. */
     uint64_t (*profiled_runs)(void *state);

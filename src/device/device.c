@@ -560,6 +560,26 @@ int device_queue_end(hg_device *dev, uint32_t ntasks, device_queue_result *res, 
     return dev->ops->queue_end(dev->state, ntasks, res, e);
 }
 
+int device_host_launch(hg_device *dev, uint32_t task, hg_err *e)
+{
+    if (dev == NULL || dev->ops->host_launch == NULL)
+        return err_set(e, HG_EUNSUPPORTED, "device '%s' stages no host steps", hg_device_spec(dev));
+    return dev->ops->host_launch(dev->state, task, e);
+}
+
+int device_host_wait(hg_device *dev, const uint32_t *tasks, uint32_t n, hg_err *e)
+{
+    if (dev == NULL || dev->ops->host_wait == NULL)
+        return err_set(e, HG_EUNSUPPORTED, "device '%s' stages no host steps", hg_device_spec(dev));
+    return dev->ops->host_wait(dev->state, tasks, n, e);
+}
+
+void device_host_done(hg_device *dev, uint32_t task)
+{
+    if (dev != NULL && dev->ops->host_done != NULL)
+        dev->ops->host_done(dev->state, task);
+}
+
 uint64_t device_alloc_piece(const hg_device *dev)
 {
     if (dev == NULL || dev->ops->alloc_piece == NULL)

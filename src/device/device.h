@@ -157,6 +157,28 @@ typedef struct device_queue_result {
 int device_queue_begin(hg_device *dev, uint32_t ntasks, bool profile, hg_err *e);
 int device_launch(hg_device *dev, const device_task *t, hg_err *e);
 int device_queue_end(hg_device *dev, uint32_t ntasks, device_queue_result *res, hg_err *e);
+/* Host steps (hg_task_submit_host_step) on a queue device.  The executor
+ * runs a host step's host code on a helper thread; the device gives it an
+ * event the helper completes, so the tasks that depend on it wait for it
+ * on the device and no other task does:
+ *   - host_launch, in the launch order (as device_launch, between begin
+ *     and end): makes task `task`'s event, one the host completes (OpenCL:
+ *     a user event), and flushes the run queues so that the tasks it
+ *     depends on reach the device;
+ *   - host_wait, from any thread: blocks until every task of `tasks` (or,
+ *     for n == 0, the run's begin) is done.  HG_EKERNEL if one's command
+ *     failed;
+ *   - host_done, from any thread, once per host_launch, always (also after
+ *     a failure: the host step's waiters would wait for ever otherwise):
+ *     completes the task's event.  A failure is reported by the executor,
+ *     never through the event: PoCL 3.1 never completes a command enqueued
+ *     after an event of its wait list failed, and the run's one wait is
+ *     such a command.
+ * HG_EUNSUPPORTED from a device without them (the sim: host steps run on
+ * its cores). */
+int device_host_launch(hg_device *dev, uint32_t task, hg_err *e);
+int device_host_wait(hg_device *dev, const uint32_t *tasks, uint32_t n, hg_err *e);
+void device_host_done(hg_device *dev, uint32_t task);
 /* The bytes of each piece a device splits its allocations into (a kernel
  * arg must lie in one piece): 0 when an allocation is one piece whatever
  * its size (the sim).  OpenCL: its max alloc, rounded down to

@@ -52,17 +52,7 @@ static atomic_uint ocl_next_slot;
 static int ocl_find_alloc(void *state, hg_devaddr addr, hg_devaddr *base, size_t *size, bool *user)
 {
     ocl_dev *s = state;
-    int rc = HG_ENOTFOUND;
-    device_rwlock_rdlock(&s->table_lock);
-    const alloc_entry *e = alloc_table_containing(&s->table, addr);
-    if (e != NULL) {
-        *base = e->addr;
-        *size = e->size;
-        *user = e->user;
-        rc = 0;
-    }
-    device_rwlock_unlock(&s->table_lock);
-    return rc;
+    return alloc_table_find(&s->table, &s->table_lock, addr, base, size, user);
 }
 
 static bool ocl_owns(void *state, hg_devaddr addr)
@@ -412,6 +402,9 @@ const device_ops device_opencl_ops = {
     .queue_begin = opencl_queue_begin,
     .launch = opencl_launch,
     .queue_end = opencl_queue_end,
+    .host_launch = opencl_host_launch,
+    .host_wait = opencl_host_wait,
+    .host_done = opencl_host_done,
     .program_builds = opencl_program_builds,
     .profiled_runs = opencl_profiled_runs,
     .alloc_piece = ocl_alloc_piece,

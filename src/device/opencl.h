@@ -48,6 +48,9 @@
     X(clFlush)                                                                                     \
     X(clGetEventInfo)                                                                              \
     X(clGetEventProfilingInfo)                                                                     \
+    X(clCreateUserEvent)                                                                           \
+    X(clSetUserEventStatus)                                                                        \
+    X(clWaitForEvents)                                                                             \
     X(clReleaseEvent)
 
 typedef struct ocl_api {

@@ -99,6 +99,9 @@ int opencl_kernel_get(void *state, const char *source, const char *entry, const 
 int opencl_queue_begin(void *state, uint32_t ntasks, bool profile, hg_err *e);
 int opencl_launch(void *state, const device_task *t, hg_err *e);
 int opencl_queue_end(void *state, uint32_t ntasks, device_queue_result *res, hg_err *e);
+int opencl_host_launch(void *state, uint32_t task, hg_err *e);
+int opencl_host_wait(void *state, const uint32_t *tasks, uint32_t n, hg_err *e);
+void opencl_host_done(void *state, uint32_t task);
 uint64_t opencl_program_builds(void *state);
 uint64_t opencl_profiled_runs(void *state);
 void opencl_programs_free(ocl_dev *s);

@@ -344,6 +344,50 @@ int opencl_launch(void *state, const device_task *t, hg_err *e)
     return 0;
 }
 
+/* ---------------------------------------------------------- host steps */
+
+int opencl_host_launch(void *state, uint32_t task, hg_err *e)
+{
+    ocl_dev *s = state;
+    if (task != s->launched || task >= s->status_cap)
+        return err_set(e, HG_EINVAL, "task %u launched out of order (next: %u)", task, s->launched);
+    /* The helper waits on the events of the tasks before this one from the
+     * host: the queues holding them must have reached the device. */
+    int rc = 0;
+    for (uint32_t qi = 0; qi < s->nqueues && rc == 0; qi++)
+        rc = ocl_flush_for(s, qi);
+    cl_int crc = CL_SUCCESS;
+    cl_event ev = rc == 0 ? s->api->clCreateUserEvent(s->ctx, &crc) : NULL;
+    if (rc == 0)
+        rc = opencl_check(crc, "clCreateUserEvent", HG_EKERNEL);
+    if (rc != 0)
+        return err_set(e, rc, "%s", opencl_errmsg());
+    s->events[task] = ev;
+    s->launched++;
+    return 0;
+}
+
+int opencl_host_wait(void *state, const uint32_t *tasks, uint32_t n, hg_err *e)
+{
+    ocl_dev *s = state;
+    /* One event at a time: no wait list to allocate, and the same wait. */
+    for (uint32_t i = 0; i < (n > 0 ? n : 1); i++) {
+        cl_event ev = n > 0 ? s->events[tasks[i]] : s->begin;
+        int rc = OCL_CALL(s->api, HG_EKERNEL, clWaitForEvents, 1, &ev);
+        if (rc != 0)
+            return err_set(e, rc, "waiting for %s %u: %s", n > 0 ? "task" : "the run's begin",
+                           n > 0 ? tasks[i] : 0, opencl_errmsg());
+    }
+    return 0;
+}
+
+void opencl_host_done(void *state, uint32_t task)
+{
+    ocl_dev *s = state;
+    /* Always complete: a negative status would hang PoCL 3.1 (device.h). */
+    s->api->clSetUserEventStatus(s->events[task], CL_COMPLETE);
+}
+
 /* After a failed wait: the lowest launched task whose command failed
  * (UINT32_MAX if none did), once every queue is drained. */
 static uint32_t ocl_failed_task(ocl_dev *s, cl_int *status)

@@ -138,17 +138,7 @@ static void *sim_translate(void *state, hg_devaddr addr, size_t bytes)
 static int sim_find_alloc(void *state, hg_devaddr addr, hg_devaddr *base, size_t *size, bool *user)
 {
     sim *s = state;
-    int rc = HG_ENOTFOUND;
-    device_rwlock_rdlock(&s->table_lock);
-    const alloc_entry *e = alloc_table_containing(&s->table, addr);
-    if (e != NULL) {
-        *base = e->addr;
-        *size = e->size;
-        *user = e->user;
-        rc = 0;
-    }
-    device_rwlock_unlock(&s->table_lock);
-    return rc;
+    return alloc_table_find(&s->table, &s->table_lock, addr, base, size, user);
 }
 
 /* ------------------------------------------------------ allocate and free */

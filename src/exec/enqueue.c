@@ -11,11 +11,18 @@
  * recorded in submission order as each task is added (graph.h), so task t's
  * edges are the next npreds after those of tasks 0..t-1.
  *
+ * Host steps (hg_task_submit_host_step) are launched in the same order as
+ * an event the host completes (device_host_launch) and handed to the
+ * run's helper threads (hoststep.c), which stage and run them while this
+ * thread goes on enqueueing; the helpers are joined before the run's one
+ * wait, and the run fails naming the lowest failing task, kernel or host
+ * step.
+ *
  * Traces: with a trace set, the device reports each task's start and end in
  * the host clock and each becomes a span, on lane L: the first lane free
  * at its start (spans taken in start order), so overlapping tasks show side
- * by side as the sim's cores do.  Without one, nothing is measured.
- * No state outlives the call.
+ * by side as the sim's cores do (a host step's span: its helper's host
+ * time).  Without one, nothing is measured.  No state outlives the call.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -41,22 +48,42 @@ static void enqueue_args(const graph *g, const graph_task *task, device_karg *ou
     }
 }
 
+/* Launches host step t (hoststep.c runs it) and hands it to the helpers. */
+static int enqueue_host_step(hg_device *dev, const graph *g, uint32_t t, exec_hosts *hosts,
+                             hg_err *e)
+{
+    hg_err le;
+    err_clear(&le);
+    int rc = device_host_launch(dev, t, &le);
+    if (rc != 0)
+        return err_set(e, rc, "task %u (host step '%s'): %s", t, g->tasks[t].name, le.msg);
+    exec_hosts_post(hosts, t);
+    return 0;
+}
+
 /* Enqueues every task; the first failure stops it, naming the task. */
-static int enqueue_all(hg_device *dev, const graph *g, hg_err *e)
+static int enqueue_all(hg_device *dev, const graph *g, exec_hosts *hosts, hg_err *e)
 {
     device_karg args[HG_MAX_TASK_ARGS];
     uint32_t edge = 0; /* task t's predecessors: edge_from[edge .. edge + npreds) */
     for (uint32_t t = 0; t < g->ntasks; t++) {
         const graph_task *task = &g->tasks[t];
+        if (task->npreds > g->nedges - edge)
+            return err_set(e, HG_EINVAL, "task %u: %u predecessors, %u edges left", t, task->npreds,
+                           g->nedges - edge);
+        if (task->host_step && hosts != NULL) {
+            int rc = enqueue_host_step(dev, g, t, hosts, e);
+            if (rc != 0)
+                return rc;
+            edge += task->npreds;
+            continue;
+        }
         if (task->dev_kernel == NULL)
             return err_set(e, HG_EINVAL, "task %u (kernel '%s') has no kernel for device '%s'", t,
                            task->name, hg_device_spec(dev));
         if (task->nargs > HG_MAX_TASK_ARGS)
             return err_set(e, HG_ELIMIT, "task %u (kernel '%s'): %u args, at most %d", t,
                            task->name, task->nargs, HG_MAX_TASK_ARGS);
-        if (task->npreds > g->nedges - edge)
-            return err_set(e, HG_EINVAL, "task %u: %u predecessors, %u edges left", t, task->npreds,
-                           g->nedges - edge);
         enqueue_args(g, task, args);
         const device_task dt = {.kernel = task->dev_kernel,
                                 .task = t,
@@ -119,21 +146,43 @@ static void enqueue_trace(const graph *g, const uint64_t *spans, hg_trace *trace
     free(lane_end);
 }
 
-int exec_run_queue(hg_device *dev, const graph *g, hg_trace *trace, uint32_t run, hg_err *e)
+/* The run's result when the device found nothing wrong but a host step
+ * failed, or the lower of the two failures. */
+static int enqueue_host_result(exec_hosts *hosts, uint64_t *spans, const device_queue_result *res,
+                               int erc, hg_err *e)
+{
+    hg_err step;
+    err_clear(&step);
+    uint32_t bad = exec_hosts_result(hosts, spans, &step);
+    if (bad == UINT32_MAX || (res->bad_task != UINT32_MAX && res->bad_task < bad) ||
+        (erc != 0 && res->bad_task == UINT32_MAX))
+        return 0;
+    return err_set(e, step.code, "%s", step.msg);
+}
+
+int exec_run_queue(hg_device *dev, const graph *g, hg_trace *trace, uint32_t run,
+                   exec_counts *counts, hg_device_counters *tally, hg_err *e)
 {
     uint64_t *spans = trace ? calloc((size_t)g->ntasks * 2, sizeof *spans) : NULL;
+    exec_hosts *hosts = NULL;
     int rc = device_queue_begin(dev, g->ntasks, spans != NULL, e);
     if (rc == 0)
-        rc = enqueue_all(dev, g, e);
+        rc = exec_hosts_start(dev, g, counts, tally, &hosts, e);
+    if (rc == 0)
+        rc = enqueue_all(dev, g, hosts, e);
+    if (hosts != NULL) /* every launched host step done: its event complete */
+        exec_hosts_finish(hosts);
     device_queue_result res = {.spans = spans};
     hg_err end;
     err_clear(&end);
     int erc = device_queue_end(dev, g->ntasks, &res, &end);
-    if (rc == 0 && erc == 0 && spans != NULL)
+    int hrc = hosts != NULL && rc == 0 ? enqueue_host_result(hosts, spans, &res, erc, e) : 0;
+    exec_hosts_free(hosts);
+    if (rc == 0 && erc == 0 && hrc == 0 && spans != NULL)
         enqueue_trace(g, spans, trace, run);
     free(spans);
-    if (rc != 0)
-        return rc;
+    if (rc != 0 || hrc != 0)
+        return rc != 0 ? rc : hrc;
     if (erc != 0 && res.bad_task != UINT32_MAX)
         return err_set(e, erc, "task %u (kernel '%s'): %s", res.bad_task,
                        g->tasks[res.bad_task].name, end.msg);

@@ -269,9 +269,7 @@ static int exec_task(exec_state *s, exec_core *c, uint32_t t)
         .core_type = task->core,
     };
     uint64_t start = s->trace ? clock_now_ns() : 0;
-    exec_tls_counts = s->counts;
-    int krc = task->fn(&kc);
-    exec_tls_counts = NULL;
+    int krc = exec_call(task->fn, &kc, s->counts);
     if (s->trace) {
         /* A span the trace cannot store is lost; the run's result stands. */
         (void)trace_task_span(s->trace, c->core, task->name, s->run, t, start, clock_now_ns());
@@ -353,6 +351,14 @@ static int exec_state_init(exec_state *s, hg_device *dev, const graph *g, hg_tra
     return 0;
 }
 
+int exec_call(hg_kernel_fn fn, const hg_kernel_ctx *kc, exec_counts *counts)
+{
+    exec_tls_counts = counts;
+    int rc = fn(kc);
+    exec_tls_counts = NULL;
+    return rc;
+}
+
 void hg_kernel_count(hg_kernel_counter which, uint64_t amount)
 {
     exec_counts *c = exec_tls_counts;
@@ -369,10 +375,17 @@ int exec_run(hg_device *dev, const graph *g, hg_trace *trace, uint32_t run, hg_e
 int exec_run_cancelable(hg_device *dev, const graph *g, hg_trace *trace, uint32_t run,
                         const atomic_bool *cancel, exec_counts *counts, hg_err *e)
 {
+    return exec_run_counted(dev, g, trace, run, cancel, counts, NULL, e);
+}
+
+int exec_run_counted(hg_device *dev, const graph *g, hg_trace *trace, uint32_t run,
+                     const atomic_bool *cancel, exec_counts *counts, hg_device_counters *tally,
+                     hg_err *e)
+{
     if (g->ntasks == 0)
         return 0;
     if (device_runs_queue(dev))
-        return exec_run_queue(dev, g, trace, run, e);
+        return exec_run_queue(dev, g, trace, run, counts, tally, e);
     int rc = exec_check(dev, g, e);
     if (rc != 0)
         return rc;

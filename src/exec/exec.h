@@ -34,6 +34,15 @@ int exec_run(hg_device *dev, const graph *g, hg_trace *trace, uint32_t run, hg_e
  * count nothing). */
 int exec_run_cancelable(hg_device *dev, const graph *g, hg_trace *trace, uint32_t run,
                         const atomic_bool *cancel, exec_counts *counts, hg_err *e);
+/* exec_run_cancelable whose staging copies (host steps on a queue device)
+ * also count in *tally (the runner's counters; NULL: the device's only). */
+int exec_run_counted(hg_device *dev, const graph *g, hg_trace *trace, uint32_t run,
+                     const atomic_bool *cancel, exec_counts *counts, hg_device_counters *tally,
+                     hg_err *e);
+
+/* Calls fn(kc) with hg_kernel_count adding to `counts` (NULL: to nothing)
+ * for the call's duration, on the calling thread. */
+int exec_call(hg_kernel_fn fn, const hg_kernel_ctx *kc, exec_counts *counts);
 
 /* exec_run on a queue device (device_runs_queue: OpenCL): every task is
  * enqueued in submission order (a topological order: edges go from earlier
@@ -41,6 +50,24 @@ int exec_run_cancelable(hg_device *dev, const graph *g, hg_trace *trace, uint32_
  * the run waits once.  The lowest task whose kernel set its status word
  * (or whose command failed) fails the run with HG_EKERNEL naming it.  With
  * a trace, one span per task from the device's own times.  enqueue.c. */
-int exec_run_queue(hg_device *dev, const graph *g, hg_trace *trace, uint32_t run, hg_err *e);
+int exec_run_queue(hg_device *dev, const graph *g, hg_trace *trace, uint32_t run,
+                   exec_counts *counts, hg_device_counters *tally, hg_err *e);
+
+/* Host steps on a queue device (hoststep.c): helper threads of one
+ * exec_run_queue that stage each host step (wait for the tasks it depends
+ * on, D2H of its args into host staging, its fn, H2D of what it wrote) and
+ * then complete its event.  enqueue.c starts them (NULL when the graph has
+ * no host step), posts each host step right after launching it, and
+ * finishes them (every posted step done) before the run's one wait. */
+typedef struct exec_hosts exec_hosts;
+int exec_hosts_start(hg_device *dev, const graph *g, exec_counts *counts, hg_device_counters *tally,
+                     exec_hosts **out, hg_err *e);
+void exec_hosts_post(exec_hosts *h, uint32_t task);
+void exec_hosts_finish(exec_hosts *h);
+/* The lowest failing host step (UINT32_MAX if none) and its error in *e;
+ * each step's host-clock span into spans[2t], [2t+1] when spans is not
+ * NULL.  After exec_hosts_finish. */
+uint32_t exec_hosts_result(const exec_hosts *h, uint64_t *spans, hg_err *e);
+void exec_hosts_free(exec_hosts *h);
 
 #endif

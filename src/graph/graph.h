@@ -55,6 +55,7 @@ typedef struct graph_task {
     hg_core_type core;
     const char *name;                 /* interned in graph.names; "(unnamed)" for NULL */
     const void *dev_kernel;           /* a queue device's kernel handle (set at submit) */
+    bool host_step;                   /* hg_task_submit_host_step: staged on a queue device */
     uint32_t args_first, nargs;       /* into graph.targs */
     uint32_t scalars_first, nscalars; /* into graph.scalars */
     uint32_t npreds;                  /* distinct predecessors */

@@ -1,9 +1,10 @@
 /*
  * allreduce.c: the allreduce task (hg_mpi_allreduce) and its kernel.
  *
- * Owns: the checks at submit and what the kernel does on a sim core:
- * prepare (injected fault, bf16 staging) -> status exchange (carrying a
- * prepare failure) -> data collective -> counts.
+ * Owns: the checks at submit and what the host step does (on a sim core
+ * over the device range itself, or on a queue device's helper thread over
+ * its host staging): prepare (injected fault, bf16 staging) -> status
+ * exchange (carrying a prepare failure) -> data collective -> counts.
  *
  * Invariants:
  *   - a run's allreduces form a chain (each depends on the one submitted
@@ -13,8 +14,8 @@
  *   - the data collective is entered only after a status exchange in which
  *     every rank was in an allreduce of the same signature and none had
  *     failed (comm.c's agreement relies on it);
- *   - the kernel reads only its own task arg: on the sim, a device range is
- *     host memory through its translated pointer, handed to MPI as it is.
+ *   - the kernel reads only its own task arg, through a host pointer
+ *     (hg_task_submit_host_step): handed to MPI as it is.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -144,14 +145,6 @@ static const hg_kernel HGMPI_KERNEL = {"allreduce", hgmpi_allreduce_kernel, HG_C
 /* The checks of hg_mpi_allreduce that need no graph; fails o on error. */
 static int check_view(hg_orch *o, const hg_mpi *m, uint32_t arg, const hg_tensor *view)
 {
-    /* The sim is the one device whose memory is host memory (its spec is
-     * "sim..."); any other needs the staging that is not built yet. */
-    const char *spec = hg_device_spec(hg_runner_device(m->runner));
-    if (spec == NULL || strncmp(spec, "sim", 3) != 0)
-        return hg_orch_fail(o, HG_EUNSUPPORTED,
-                            "allreduce on arg %u: device '%s' is a queue device; its staging "
-                            "(D2H, MPI, H2D) is not built yet, allreduces run on the sim only",
-                            arg, spec ? spec : "?");
     if (view->dtype != HG_F32 && view->dtype != HG_BF16)
         return hg_orch_fail(o, HG_EINVAL, "allreduce on arg %u: dtype %s; f32 and bf16 only", arg,
                             hg_dtype_name(view->dtype));
@@ -186,7 +179,7 @@ int hg_mpi_allreduce(hg_orch *o, hg_mpi *m, uint32_t arg, const hg_tensor *view,
     hg_task_desc d = {&HGMPI_KERNEL,       &ta, 1, scalars, 2, m->chained ? &m->last : NULL,
                       m->chained ? 1u : 0u};
     hg_task_id id;
-    rc = hg_task_submit(o, &d, &id);
+    rc = hg_task_submit_host_step(o, &d, &id);
     if (rc != 0)
         return rc;
     m->chained = true;

@@ -105,9 +105,13 @@ int hg_orch_scratch(hg_orch *o, const char *name, hg_dtype dtype, uint32_t ndims
 
 /* HG_EUNSUPPORTED unless k has the slot the runner's device runs: the
  * OpenCL slot on a queue device, the host function on the sim. */
-static int check_slot(hg_orch *o, const hg_kernel *k, const char *kname, hg_err *e)
+static int check_slot(hg_orch *o, const hg_kernel *k, const char *kname, bool host_step, hg_err *e)
 {
     hg_device *dev = o->runner->dev;
+    if (host_step && k->fn == NULL)
+        return err_set(e, HG_EINVAL, "host step '%s' has no host function (fn)", kname);
+    if (host_step)
+        return 0; /* every device runs fn: the sim on a core, a queue device staged */
     if (device_runs_queue(dev) && (k->cl_source == NULL || k->cl_entry == NULL))
         return err_set(e, HG_EUNSUPPORTED,
                        "kernel '%s' has no OpenCL slot (cl_source, cl_entry); device '%s' runs "
@@ -121,14 +125,14 @@ static int check_slot(hg_orch *o, const hg_kernel *k, const char *kname, hg_err 
     return 0;
 }
 
-static int check_desc(hg_orch *o, const hg_task_desc *d, hg_err *e)
+static int check_desc(hg_orch *o, const hg_task_desc *d, bool host_step, hg_err *e)
 {
     if (d == NULL || d->kernel == NULL ||
         (d->kernel->fn == NULL && (d->kernel->cl_source == NULL || d->kernel->cl_entry == NULL)))
         return err_set(e, HG_EINVAL, "task %u: no kernel function", o->runner->graph.ntasks);
     const hg_kernel *k = d->kernel;
     const char *kname = k->name ? k->name : "(unnamed)";
-    int rc = check_slot(o, k, kname, e);
+    int rc = check_slot(o, k, kname, host_step, e);
     if (rc != 0)
         return rc;
     if (k->core != HG_CORE_CUBE && k->core != HG_CORE_VECTOR)
@@ -147,12 +151,13 @@ static int check_desc(hg_orch *o, const hg_task_desc *d, hg_err *e)
     return 0;
 }
 
-int hg_task_submit(hg_orch *o, const hg_task_desc *d, hg_task_id *out)
+/* hg_task_submit and hg_task_submit_host_step. */
+static int submit(hg_orch *o, const hg_task_desc *d, bool host_step, hg_task_id *out)
 {
     if (o == NULL)
         return HG_EINVAL;
     hg_runner *r = o->runner;
-    int rc = check_desc(o, d, &r->err);
+    int rc = check_desc(o, d, host_step, &r->err);
     if (rc != 0)
         return orch_fail(o, rc);
     graph_targ targs[HG_MAX_TASK_ARGS];
@@ -173,7 +178,7 @@ int hg_task_submit(hg_orch *o, const hg_task_desc *d, hg_task_id *out)
     /* A queue device's kernel: built (once per source) before the task is
      * recorded, so a build error fails this submit. */
     const void *dev_kernel = NULL;
-    if (device_runs_queue(r->dev)) {
+    if (device_runs_queue(r->dev) && !host_step) {
         rc = device_kernel_get(r->dev, d->kernel->cl_source, d->kernel->cl_entry, &dev_kernel,
                                &r->err);
         if (rc != 0)
@@ -185,6 +190,7 @@ int hg_task_submit(hg_orch *o, const hg_task_desc *d, hg_task_id *out)
     if (rc != 0)
         return orch_fail(o, rc);
     r->graph.tasks[id].dev_kernel = dev_kernel;
+    r->graph.tasks[id].host_step = host_step;
     if (r->replay.on) {
         rc = replay_note_task(&r->replay, d, &r->err);
         if (rc != 0)
@@ -193,4 +199,14 @@ int hg_task_submit(hg_orch *o, const hg_task_desc *d, hg_task_id *out)
     if (out)
         *out = id;
     return 0;
+}
+
+int hg_task_submit(hg_orch *o, const hg_task_desc *d, hg_task_id *out)
+{
+    return submit(o, d, false, out);
+}
+
+int hg_task_submit_host_step(hg_orch *o, const hg_task_desc *d, hg_task_id *out)
+{
+    return submit(o, d, true, out);
 }

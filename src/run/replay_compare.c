@@ -86,7 +86,8 @@ static int task_diff(const graph *r, const graph *g, uint32_t t, hg_err *e)
     const graph_task *a = &r->tasks[t], *b = &g->tasks[t];
     const char *name = b->name;
 #define DIFF(...) err_set(e, HG_ESTALE, "replay: task %u ('%s'): " __VA_ARGS__)
-    if (a->fn != b->fn || a->dev_kernel != b->dev_kernel || strcmp(a->name, b->name) != 0)
+    if (a->fn != b->fn || a->dev_kernel != b->dev_kernel || a->host_step != b->host_step ||
+        strcmp(a->name, b->name) != 0)
         return DIFF("kernel is '%s' in the recording " UNDECLARED, t, name, a->name);
     if (a->core != b->core)
         return DIFF("core type differs " UNDECLARED, t, name);

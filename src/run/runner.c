@@ -436,8 +436,8 @@ int hg_runner_run(hg_runner *r, const hg_callable *c, const hg_arg *args, uint32
     int exec_rc = 0;
     if (rc == 0) {
         t = timer_start(r, "execute");
-        exec_rc = rc = exec_run_cancelable(r->dev, rg.graph, r->trace, (uint32_t)r->runs,
-                                           &r->cancel, &counts, &r->err);
+        exec_rc = rc = exec_run_counted(r->dev, rg.graph, r->trace, (uint32_t)r->runs, &r->cancel,
+                                        &counts, &r->tally, &r->err);
         timer_stop(t, "execute", &s.exec_ns);
     }
     if (rc == 0)

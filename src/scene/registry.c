@@ -176,7 +176,16 @@ int scene_param_set(const scene *s, int64_t *params, const char *key_value, hg_e
 
 int scene_case_make(const scene *s, const int64_t *params, scene_case **out, hg_err *err)
 {
+    return scene_case_make_tp(s, params, NULL, out, err);
+}
+
+int scene_case_make_tp(const scene *s, const int64_t *params, const scene_tp *tp, scene_case **out,
+                       hg_err *err)
+{
     *out = NULL;
+    if (scene_tp_on(tp) && !s->splits)
+        return err_set(err, HG_EINVAL, "--tp %u: scene '%s' cannot split across ranks", tp->size,
+                       s->name);
     for (uint32_t i = 0; i < s->nparams; i++) {
         const scene_param *p = &s->params[i];
         if (params[i] < p->min || params[i] > p->max)
@@ -187,6 +196,7 @@ int scene_case_make(const scene *s, const int64_t *params, scene_case **out, hg_
     if (c == NULL)
         return err_set(err, HG_ENOMEM, "scene '%s': out of host memory", s->name);
     c->scene = s;
+    c->tp = scene_tp_on(tp) ? tp : NULL;
     memcpy(c->params, params, s->nparams * sizeof params[0]);
     int rc = s->make(params, c, err);
     if (rc != 0) {

@@ -199,6 +199,32 @@ void scene_report_write_provenance(FILE *f, int indent)
     fputc(',', f);
 }
 
+/* --tp: "tp": N and "ranks": [{"rank": 0, "rounds": [...]}, ...], every
+ * rank's own rounds (its own golden verdict), rank 0's among them. */
+static void write_ranks(FILE *f, const scene_report *r, int in)
+{
+    field(f, in, "tp");
+    json_write_number(f, r->nranks);
+    fputc(',', f);
+    field(f, in, "ranks");
+    fputs("[", f);
+    for (uint32_t k = 0; k < r->nranks; k++) {
+        fprintf(f, "\n%*s{", in + 2, "");
+        key(f, "rank");
+        json_write_number(f, k);
+        fputs(", ", f);
+        key(f, "rounds");
+        fputs("[", f);
+        for (uint32_t i = 0; i < r->nrounds; i++) {
+            fprintf(f, "\n%*s", in + 4, "");
+            write_round(f, i + 1, &r->rank_rounds[(size_t)k * r->nrounds + i]);
+            fputs(i + 1 < r->nrounds ? "," : "", f);
+        }
+        fprintf(f, "\n%*s]}%s", in + 2, "", k + 1 < r->nranks ? "," : "");
+    }
+    fprintf(f, "\n%*s],", in, "");
+}
+
 void scene_report_write_object(FILE *f, const scene_report *r, int indent)
 {
     const int in = indent + 2;
@@ -228,6 +254,8 @@ void scene_report_write_object(FILE *f, const scene_report *r, int indent)
         fputs(i + 1 < r->nrounds ? "," : "", f);
     }
     fprintf(f, "\n%*s],", in, "");
+    if (r->nranks > 0)
+        write_ranks(f, r, in);
     if (r->residency == SCENE_RESIDENCY_PIN) {
         field(f, in, "setup_ms");
         json_write_number(f, r->setup_ms);

@@ -15,7 +15,8 @@
 
 typedef struct scene_round {
     hg_run_stats stats;
-    const char *golden; /* "pass", "fail" or "skipped" */
+    const char *golden;     /* "pass", "fail" or "skipped" (--tp: every rank's verdict) */
+    const char *own_golden; /* this rank's own verdict (without --tp: golden) */
 } scene_round;
 
 typedef struct scene_report {
@@ -42,6 +43,10 @@ typedef struct scene_report {
     const char *verdict;     /* compare: against off ("within noise", ...); NULL: none */
     bool interrupted;        /* stopped early on request (SIGINT, a cancel call) */
     hg_err error;            /* the runtime error that stopped the rounds; code 0 if none */
+    /* --tp, on rank 0: every rank's rounds, rank after rank, nrounds each
+     * (the JSON's "ranks"); NULL and 0 otherwise. */
+    const scene_round *rank_rounds;
+    uint32_t nranks;
 } scene_report;
 
 /* Runs the rounds of one mode (runner.c): a new runner, the mode's args
@@ -57,6 +62,23 @@ int scene_run_rounds(const scene_run_opts *o, hg_device *dev, scene_case *c, hg_
  * later-round average (repeat.c).  Returns as scene_run_rounds. */
 int scene_run_repeats(const scene_run_opts *o, hg_device *dev, scene_case *c, hg_trace *trace,
                       scene_round *rounds, scene_report *rep);
+
+/* tp.c: the ranks' agreements (every one a collective of o->tp; each is a
+ * no-op without --tp).
+ *
+ * After a setup step that returned rc on this rank: every rank returns 0
+ * if every rank's rc was 0, else the code of the lowest failing rank (which
+ * printed why). */
+int scene_tp_agree(const scene_run_opts *o, int rc);
+/* At a round's end, one collective: *all_pass is whether every rank's
+ * golden passed (pass: this rank's), *stop whether any rank was asked to
+ * stop (o->cancel).  SCENE_EXIT_RUNTIME after a line on o->err if the
+ * collective fails. */
+int scene_tp_round_end(const scene_run_opts *o, bool pass, bool *all_pass, bool *stop);
+/* Gathers every rank's rounds of rep on rank 0 into rep->rank_rounds
+ * (freed by scene_tp_free_ranks) and rep->nranks. */
+int scene_tp_gather(const scene_run_opts *o, scene_report *rep);
+void scene_tp_free_ranks(scene_report *rep);
 
 /* Fills first_ms and later_avg_ms from the rounds. */
 void scene_report_summarize(scene_report *r);

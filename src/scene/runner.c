@@ -19,6 +19,10 @@
  * trace and the JSON report are still written, the JSON with the rounds that
  * completed and "error"; a file that fails to write only after the rounds is
  * a runtime error too).
+ *
+ * With o->tp (one rank of `run --tp N`) the case is this rank's share and
+ * every runner is attached to the ranks; the points where the ranks must
+ * agree (each setup step, each round's end, the report) are tp.c's.
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -162,16 +166,19 @@ static bool check_round(const scene_run_opts *o, const scene_case *c, uint32_t r
 {
     scene_check_result res;
     if (o->skip_golden) {
-        sr->golden = "skipped";
+        sr->golden = sr->own_golden = "skipped";
         return true;
     }
     bool pass = scene_case_check(c, &res);
-    sr->golden = pass ? "pass" : "fail";
+    sr->golden = sr->own_golden = pass ? "pass" : "fail";
+    char rank[32] = "";
+    if (scene_tp_on(o->tp))
+        snprintf(rank, sizeof rank, "rank %u: ", o->tp->rank);
     if (!pass)
         fprintf(o->err,
-                "hostgraph: round %u: golden mismatch in output '%s': max abs err %g, "
+                "hostgraph: %sround %u: golden mismatch in output '%s': max abs err %g, "
                 "max rel err %g, first mismatch at index %zu\n",
-                round, res.output, res.max_abs_err, res.max_rel_err, res.first_bad);
+                rank, round, res.output, res.max_abs_err, res.max_rel_err, res.first_bad);
     return pass;
 }
 
@@ -184,6 +191,8 @@ typedef struct round_loop {
     uint32_t done;
     bool golden_failed;
     bool interrupted;   /* o->cancel stopped the rounds */
+    bool stop;          /* --tp: the ranks agreed to stop after the last round */
+    bool mute;          /* --tp, rank > 0: an error every rank has is printed by rank 0 */
     const char *device; /* the device's normalized spec, for messages */
     hg_err fail;        /* the runtime error that stopped the rounds (the JSON's "error") */
     uint64_t golden_ns; /* the golden checks, together */
@@ -207,7 +216,8 @@ static int loop_fail(const scene_run_opts *o, round_loop *l, int code, const cha
         snprintf(l->fail.msg + used, sizeof l->fail.msg - used, " (device '%s': %.*s bytes)",
                  l->device, (int)strcspn(mem, ","), mem);
     }
-    fprintf(o->err, "hostgraph: %s\n", l->fail.msg);
+    if (!l->mute)
+        fprintf(o->err, "hostgraph: %s\n", l->fail.msg);
     return SCENE_EXIT_RUNTIME;
 }
 
@@ -218,7 +228,9 @@ static int run_rounds(const scene_run_opts *o, scene_case *c, round_loop *l)
         scene_report_print_header_replay(o->out, o->replay);
     for (uint32_t i = 0; i < o->rounds; i++) {
         scene_round *sr = &l->rounds[i];
-        if (scene_cancel_requested(o->cancel)) {
+        /* --tp: only the ranks' agreement at a round's end stops them, so
+         * every rank runs the same rounds. */
+        if (scene_tp_on(o->tp) ? l->stop : scene_cancel_requested(o->cancel)) {
             l->interrupted = true;
             return 0;
         }
@@ -232,26 +244,67 @@ static int run_rounds(const scene_run_opts *o, scene_case *c, round_loop *l)
             scene_progress_round(l->progress, 0);
         if (rc == 0 && scene_snapshot_note_run(&l->initial, c, l->runner) != 0)
             return loop_fail(o, l, HG_ENOMEM, "round %u: out of host memory", i + 1);
-        if (rc == HG_ECANCELED && scene_cancel_requested(o->cancel)) {
-            l->interrupted = true; /* the second request: this round is dropped */
+        /* The second request: this round is dropped (--tp: on every rank,
+         * whichever rank the request reached; the ranks agreed on the code). */
+        if (rc == HG_ECANCELED && (scene_tp_on(o->tp) || scene_cancel_requested(o->cancel))) {
+            l->interrupted = true;
             return 0;
         }
         if (rc != 0) {
+            /* --tp: every rank failed this round with the same message. */
+            l->mute = scene_tp_on(o->tp) && o->tp->rank != 0;
             const char *msg = hg_runner_errmsg(l->runner);
             return loop_fail(o, l, rc, "round %u: %s", i + 1, *msg ? msg : hg_strerror(rc));
         }
         const uint64_t check_start = clock_now_ns();
         scene_progress_phase(l->progress, o->skip_golden ? NULL : "checking golden");
-        if (!check_round(o, c, i + 1, sr))
-            l->golden_failed = true;
+        bool pass = check_round(o, c, i + 1, sr);
         l->golden_ns += clock_now_ns() - check_start;
         scene_progress_phase(l->progress, NULL);
         scene_progress_round(l->progress, 0);
         l->done = i + 1;
         if (o->on_round != NULL)
             o->on_round(o->on_round_user, i + 1, c, &sr->stats);
+        /* --tp: a stop requested up to here stops every rank after this round. */
+        if (scene_tp_round_end(o, pass, &pass, &l->stop) != 0)
+            return loop_fail(o, l, HG_EIO, "round %u: the ranks could not agree", i + 1);
+        if (!pass)
+            l->golden_failed = true;
+        if (!pass && !o->skip_golden)
+            sr->golden = "fail"; /* --tp: some rank's golden failed */
         if (!o->quiet)
             scene_report_print_row_replay(o->out, i + 1, sr, o->replay);
+    }
+    return 0;
+}
+
+/* --tp: once every rank has its runner and mode args, attaches each runner
+ * to the ranks (a collective), and agrees again.  Returns 0 when every rank
+ * is ready; otherwise every rank returns non-zero, l->fail saying why. */
+static int tp_attach(const scene_run_opts *o, round_loop *l, int setup_rc, bool *attached)
+{
+    *attached = false;
+    if (!scene_tp_on(o->tp))
+        return setup_rc;
+    if (scene_tp_agree(o, setup_rc != 0 ? SCENE_EXIT_RUNTIME : SCENE_EXIT_OK) != 0) {
+        if (setup_rc == 0)
+            err_set(&l->fail, HG_EIO, "another rank could not set up its runner");
+        return SCENE_EXIT_RUNTIME;
+    }
+    hg_err err;
+    err_clear(&err);
+    int rc = o->tp->attach(o->tp->user, l->runner, &err);
+    if (rc != 0)
+        loop_fail(o, l, rc, "rank %u: cannot attach the runner to the ranks: %s", o->tp->rank,
+                  *err.msg ? err.msg : hg_strerror(rc));
+    *attached = rc == 0;
+    /* A rank whose attach failed is past help (MPI failed); the others stay
+     * attached rather than wait in a detach it will not make. */
+    if (scene_tp_agree(o, rc != 0 ? SCENE_EXIT_RUNTIME : SCENE_EXIT_OK) != 0) {
+        if (rc == 0)
+            err_set(&l->fail, HG_EIO, "another rank could not attach its runner");
+        *attached = false;
+        return SCENE_EXIT_RUNTIME;
     }
     return 0;
 }
@@ -274,12 +327,13 @@ int scene_run_rounds(const scene_run_opts *o, hg_device *dev, scene_case *c, hg_
         fprintf(o->err, "hostgraph: out of host memory\n");
         return rc;
     }
+    bool attached = false;
     int hrc = hg_runner_open(dev, &l.runner);
-    if (hrc != 0) {
+    if (hrc != 0)
         loop_fail(o, &l, hrc, "cannot open a runner: %s", hg_strerror(hrc));
-    } else if ((hrc = scene_mode_prepare(&l.mode, c, o->residency, dev, &err)) != 0) {
+    else if ((hrc = scene_mode_prepare(&l.mode, c, o->residency, dev, &err)) != 0)
         loop_fail(o, &l, hrc, "%s", *err.msg ? err.msg : hg_strerror(hrc));
-    } else {
+    if (tp_attach(o, &l, hrc, &attached) == 0) {
         hg_runner_set_trace(l.runner, trace);
         hg_runner_set_verify(l.runner, o->verify);
         hg_runner_set_replay(l.runner, o->replay);
@@ -296,6 +350,8 @@ int scene_run_rounds(const scene_run_opts *o, hg_device *dev, scene_case *c, hg_
                  : l.golden_failed ? SCENE_EXIT_GOLDEN
                                    : SCENE_EXIT_OK;
     }
+    if (attached)
+        o->tp->detach(o->tp->user);
     /* Free the pinned buffers after the rounds, as the reference did. */
     scene_mode_release(&l.mode, dev);
     hg_runner_close(l.runner);
@@ -336,6 +392,8 @@ static int run_case_into(const scene_run_opts *o, hg_device *dev, scene_case *c,
     scene_report rep;
     int rc = scene_run_repeats(o, dev, c, trace, rounds, &rep);
     rep.case_ms = case_ms;
+    if (scene_tp_gather(o, &rep) != 0)
+        rc = SCENE_EXIT_RUNTIME;
     /* A failed round still leaves its trace: the spans up to the failure are
      * what a user debugging it wants. */
     if (trace != NULL) {
@@ -357,6 +415,7 @@ static int run_case_into(const scene_run_opts *o, hg_device *dev, scene_case *c,
         }
     }
     scene_outputs_abort(outs); /* what was not written: no file appears */
+    scene_tp_free_ranks(&rep);
     if (trace != NULL)
         hg_trace_destroy(trace);
     free(rounds);
@@ -370,18 +429,14 @@ int scene_run_case(const scene_run_opts *o, hg_device *dev, scene_case *c)
     return rc != 0 ? rc : run_case_into(o, dev, c, &outs, 0.0);
 }
 
-int scene_run(const scene_run_opts *o)
+/* Opens the device and makes the case (--tp: this rank's share): 0, or
+ * the exit code after one line on o->err. */
+static int open_and_make(const scene_run_opts *o, hg_device **dev, scene_case **c, double *case_ms)
 {
     const char *spec = o->device_spec != NULL ? o->device_spec : "sim";
     char msg[256] = "";
-    hg_device *dev = NULL;
-    scene_outputs outs; /* opened before the case is made: that can take a while */
-    int rc = scene_outputs_open(&outs, o->err, o->json_path, o->trace_path, NULL);
-    if (rc != 0)
-        return rc;
-    rc = hg_device_open(spec, &dev, msg, sizeof msg);
+    int rc = hg_device_open(spec, dev, msg, sizeof msg);
     if (rc != 0) {
-        scene_outputs_abort(&outs);
         if (*msg != '\0')
             fprintf(o->err, "hostgraph: %s\n", msg);
         else
@@ -389,25 +444,41 @@ int scene_run(const scene_run_opts *o)
         /* A spec the device cannot parse is a bad --device value: usage. */
         return rc == HG_EINVAL ? SCENE_EXIT_USAGE : SCENE_EXIT_RUNTIME;
     }
-    scene_case *c = NULL;
     hg_err err;
     err_clear(&err);
     scene_progress *progress = scene_progress_start(o, NULL);
     scene_progress_phase(progress, "making the case");
     const uint64_t case_start = clock_now_ns();
-    rc = scene_case_make(o->scene, o->params, &c, &err);
-    const double case_ms = (double)(clock_now_ns() - case_start) / 1e6;
+    rc = scene_case_make_tp(o->scene, o->params, o->tp, c, &err);
+    *case_ms = (double)(clock_now_ns() - case_start) / 1e6;
     scene_progress_stop(progress);
+    if (rc == 0)
+        return 0;
+    fprintf(o->err, "hostgraph: scene '%s': %s\n", o->scene->name,
+            *err.msg ? err.msg : hg_strerror(rc));
+    /* Params that do not fit together (a context past the rope table, a
+     * layer count the host cannot hold) are bad command-line values. */
+    return rc == HG_EINVAL || rc == HG_ERANGE ? SCENE_EXIT_USAGE : SCENE_EXIT_RUNTIME;
+}
+
+int scene_run(const scene_run_opts *o)
+{
+    hg_device *dev = NULL;
+    scene_case *c = NULL;
+    double case_ms = 0.0;
+    scene_outputs outs; /* opened before the case is made: that can take a while */
+    /* --tp: each step agreed, so a rank that fails one stops every rank. */
+    int rc =
+        scene_tp_agree(o, scene_outputs_open(&outs, o->err, o->json_path, o->trace_path, NULL));
     if (rc != 0) {
-        fprintf(o->err, "hostgraph: scene '%s': %s\n", o->scene->name,
-                *err.msg ? err.msg : hg_strerror(rc));
-        hg_device_close(dev);
-        scene_outputs_abort(&outs);
-        /* Params that do not fit together (a context past the rope table, a
-         * layer count the host cannot hold) are bad command-line values. */
-        return rc == HG_EINVAL || rc == HG_ERANGE ? SCENE_EXIT_USAGE : SCENE_EXIT_RUNTIME;
+        scene_outputs_abort(&outs); /* another rank's failure: this rank's files */
+        return rc;
     }
-    rc = run_case_into(o, dev, c, &outs, case_ms);
+    rc = scene_tp_agree(o, open_and_make(o, &dev, &c, &case_ms));
+    if (rc == 0)
+        rc = run_case_into(o, dev, c, &outs, case_ms);
+    else
+        scene_outputs_abort(&outs);
     scene_case_destroy(c);
     hg_device_close(dev);
     return rc;

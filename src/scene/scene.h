@@ -60,6 +60,7 @@ typedef struct scene_check {
 
 typedef struct scene scene;
 typedef struct scene_case scene_case;
+typedef struct scene_tp scene_tp;
 typedef struct scene_check_result scene_check_result;
 
 /* A scene's own check of outputs too large for a golden per element (a KV
@@ -77,6 +78,9 @@ struct scene_case {
     uint32_t nchecks;
     scene_check_fn check; /* run by scene_case_check after the checks; NULL: none */
     void *state;          /* scene-private, freed by scene->destroy */
+    /* The tensor-parallel job this case is one rank's share of (set before
+     * make() by scene_case_make_tp); NULL: the whole case. */
+    const scene_tp *tp;
 };
 
 struct scene {
@@ -93,6 +97,9 @@ struct scene {
      * NULL-terminated; NULL when none.  `--residency pin` passes every other
      * IN as a device view, which has no host view. */
     const char *const *host_reads;
+    /* True if make() can build one rank's share of the case (case->tp):
+     * `run --tp N` refuses a scene that cannot. */
+    bool splits;
 };
 
 /* ---------------------------------------------------------------- registry */
@@ -125,6 +132,12 @@ int scene_param_set(const scene *s, int64_t *params, const char *key_value, hg_e
 /* Makes a case from params (all nparams of them; each checked against its
  * range first).  On failure *out is NULL and nothing leaks. */
 int scene_case_make(const scene *s, const int64_t *params, scene_case **out, hg_err *err);
+/* The same, as rank tp->rank of a tensor-parallel job of tp->size ranks
+ * (tp NULL or of size 1: the whole case): the scene's make() builds that
+ * rank's share; HG_EINVAL naming --tp when the scene cannot split (or not
+ * into tp->size shares).  tp must outlive the case. */
+int scene_case_make_tp(const scene *s, const int64_t *params, const scene_tp *tp, scene_case **out,
+                       hg_err *err);
 /* Frees the case, its host buffers and goldens.  NULL is a no-op. */
 void scene_case_destroy(scene_case *c);
 
@@ -218,6 +231,39 @@ bool scene_cancel_requested(scene_cancel *c);
  * two requests cancels r at once. */
 void scene_cancel_attach(scene_cancel *c, hg_runner *r);
 
+/* ------------------------------------------------------- tensor parallel */
+
+/*
+ * One rank of a tensor-parallel job (`run --tp N` under mpirun): what the
+ * scene runner and a splitting scene need from the ranks' communicator.  The
+ * scene library knows nothing of MPI: the command fills these in over
+ * libhostgraph_mpi (tools/hostgraph_tp.c).  Every call but allreduce is
+ * collective: every rank makes it, in the same order, between runs, from
+ * the thread that runs the rounds.  Each returns 0 or a negative HG_E*
+ * code (err, where given, says why).
+ */
+struct scene_tp {
+    uint32_t rank, size;
+    void *user; /* the callbacks' first argument */
+    /* Attaches runner r to the ranks (their failure agreement and
+     * allreduces); detach undoes it before r closes. */
+    int (*attach)(void *user, hg_runner *r, hg_err *err);
+    void (*detach)(void *user);
+    /* From an orchestration of the attached runner: an allreduce task that
+     * sums `view` of run arg `arg` over the ranks (hg_mpi_allreduce). */
+    int (*allreduce)(void *user, hg_orch *o, uint32_t arg, const hg_tensor *view);
+    /* out[i] = the minimum of in[i] over the ranks, i < n. */
+    int (*agree_min)(void *user, const int64_t *in, int64_t *out, uint32_t n);
+    /* Rank 0's out gets every rank's `bytes` of in, rank after rank. */
+    int (*gather)(void *user, const void *in, size_t bytes, void *out);
+};
+
+/* True when tp splits the work (not NULL, more than one rank). */
+static inline bool scene_tp_on(const scene_tp *tp)
+{
+    return tp != NULL && tp->size > 1;
+}
+
 typedef struct scene_run_opts {
     const scene *scene;
     int64_t params[SCENE_MAX_PARAMS];
@@ -238,6 +284,11 @@ typedef struct scene_run_opts {
     scene_cancel *cancel; /* NULL: the rounds cannot be stopped early */
     uint32_t repeat;      /* times the rounds run, each on a new runner (0: once) */
     uint32_t warmup;      /* unreported rounds before them */
+    /* This process is one rank of a tensor-parallel job (NULL: none): the
+     * case is made as its share, every runner is attached, the ranks agree
+     * after each setup step and at each round's end (golden verdicts and
+     * stop requests), and rank 0 reports every rank's rounds (tp.c). */
+    const scene_tp *tp;
 } scene_run_opts;
 
 /* ------------------------------------------------------------ spread.c */

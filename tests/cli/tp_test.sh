@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tp_test.sh: the command's --tp flag before any scene splits (issue 18).
+# tp_test.sh: the command's --tp flag (issue 18).
 #   - --tp 1 (and no --tp) runs as before and never initialises MPI: with
 #     an Open MPI setting that makes MPI_Init fail (a pml component that
 #     does not exist), the run still passes and says nothing of MPI, though
@@ -8,7 +8,13 @@
 #     error saying the scene cannot split; without it, a usage error saying
 #     MPI was not built in; either way before any round runs;
 #   - --tp 0, --tp x and compare --tp are usage errors;
-#   - the JSON report's rounds carry net_bytes and net_ms (0 without MPI).
+#   - the JSON report's rounds carry net_bytes and net_ms (0 without MPI);
+#   - with MPI built in, under mpiexec (HG_MPIEXEC and HG_MPIEXEC_FLAGS, from
+#     CMake): qwen3_decode --tp 2 and --tp 4 pass golden, rank 0 alone prints
+#     the table and writes --json, whose "ranks" hold every rank's rounds
+#     with its net_bytes; a world of another size, or a tp that does not
+#     divide the heads, is a usage error naming --tp; SIGTERM to one rank
+#     stops every rank after the same round (exit 130, "interrupted").
 #
 # usage: tp_test.sh PATH/TO/hostgraph      (HG_MPI_BUILT=ON|OFF in the environment)
 set -u
@@ -46,4 +52,70 @@ check "--tp 0: says what it wants" grep -q "integer from 1 to 256, not '0'" "$TM
 expect_rc "--tp x is a usage error" 2 run vector_add --tp x
 expect_rc "compare --tp is a usage error" 2 compare vector_add --tp 2
 check "compare --tp: only with run" grep -q -- "--tp: only with run" "$TMP/err"
+
+if [ "${HG_MPI_BUILT:-OFF}" = ON ] && [ -n "${HG_MPIEXEC:-}" ]; then
+    unset OMPI_MCA_pml
+    # shellcheck disable=SC2086 # the flags are words
+    mpi() { local np=$1; shift; "$HG_MPIEXEC" ${HG_MPIEXEC_FLAGS:-} -np "$np" "$HG" "$@"; }
+    expect_mpi() { # name rc np args...
+        local name=$1 want=$2 np=$3
+        shift 3
+        mpi "$np" "$@" >"$TMP/out" 2>"$TMP/err"
+        local got=$?
+        if [ "$got" -eq "$want" ]; then ok "$name"; else
+            bad "$name (exit $got, wanted $want; stderr: $(head -c 600 "$TMP/err"))"
+        fi
+    }
+    for np in 2 4; do
+        expect_mpi "--tp $np under mpiexec -np $np passes" 0 "$np" run qwen3_decode --rounds 2 \
+            --residency all --tp "$np" --json "$TMP/tp$np.json"
+        check "--tp $np: one table (rank 0's)" test "$(grep -c '^round ' "$TMP/out")" -eq 1
+        check "--tp $np: one summary" test "$(grep -c '^first round' "$TMP/out")" -eq 1
+        # tiny preset: 2 layers x 2 allreduces x batch 16 x hidden 64 x 4 bytes (f32) = 16384
+        check "--tp $np: JSON ranks, rounds and net_bytes" python3 - "$TMP/tp$np.json" "$np" <<'PY'
+import json, sys
+j, n = json.load(open(sys.argv[1])), int(sys.argv[2])
+want = 2 * 2 * 16 * 64 * 4
+assert j["tp"] == n and len(j["ranks"]) == n, j.get("ranks")
+assert [r["golden"] for r in j["rounds"]] == ["pass", "pass"], j["rounds"]
+assert all(r["net_bytes"] == want and r["net_ms"] > 0 for r in j["rounds"]), j["rounds"]
+for k, rank in enumerate(j["ranks"]):
+    assert rank["rank"] == k and len(rank["rounds"]) == 2, rank
+    assert all(r["net_bytes"] == want and r["golden"] == "pass" for r in rank["rounds"]), rank
+assert j["ranks"][0]["rounds"][1]["h2d_bytes"] == j["rounds"][1]["h2d_bytes"]
+PY
+    done
+    expect_mpi "--tp 4 on 2 ranks is a usage error" 2 2 run qwen3_decode --tp 4
+    check "--tp 4 on 2 ranks: says the job's size" \
+        grep -q "^hostgraph: --tp 4: the MPI job has 2 ranks; run it under mpirun -np 4" "$TMP/err"
+    expect_rc "--tp 2 without mpirun is a usage error" 2 run qwen3_decode --tp 2
+    check "--tp 2 without mpirun: says the job's size" \
+        grep -q "^hostgraph: --tp 2: the MPI job has 1 rank; run it under mpirun -np 2" "$TMP/err"
+    expect_mpi "--tp 3 is a usage error (16 heads)" 2 3 run qwen3_decode --tp 3
+    check "--tp 3: says what must divide" grep -q -- "--tp 3: qwen3_decode's 16 query heads" "$TMP/err"
+
+    # SIGTERM to one rank (the last started) once rank 0 has printed a
+    # row: every rank stops after one same round, none waits.
+    # shellcheck disable=SC2086 # the flags are words
+    "$HG_MPIEXEC" ${HG_MPIEXEC_FLAGS:-} -np 2 "$HG" run qwen3_decode --rounds 100000 --tp 2 \
+        --json "$TMP/stop.json" >"$TMP/out" 2>"$TMP/err" &
+    job=$! # mpiexec itself: the ranks are its children
+    for _ in $(seq 600); do
+        grep -q '^2 ' "$TMP/out" 2>/dev/null && break
+        sleep 0.1
+    done
+    rank=$(pgrep -P "$job" -n)
+    [ -n "$rank" ] && kill -TERM "$rank"
+    wait "$job"
+    stop_rc=$?
+    check "SIGTERM to one rank: every rank stops (exit 130)" test "$stop_rc" -eq 130
+    check "SIGTERM to one rank: the same rounds on every rank, interrupted" \
+        python3 - "$TMP/stop.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+done = len(j["rounds"])
+assert j["interrupted"] is True and 2 <= done < 100000, (j["interrupted"], done)
+assert all(len(r["rounds"]) == done for r in j["ranks"]), [len(r["rounds"]) for r in j["ranks"]]
+PY
+fi
 finish

@@ -9,12 +9,19 @@
 #      only: it must not pull in the scenes) and one with hostgraph_scenes;
 #   3. a CMake project with find_package(hostgraph): shared, static, scenes;
 #   4. the installed command, and the installed Python package (found by its
-#      libraries relative to itself, also after the prefix moves).
-# Usage: bash tests/install/install_test.sh BUILD_DIR [PYTHON]
+#      libraries relative to itself, also after the prefix moves);
+#   5. with MPI built (HAVE_MPI ON): libhostgraph_mpi (shared and static),
+#      hostgraph_mpi.h, hostgraph_mpi.pc and the CMake component mpi, used by
+#      an outside program (mpi_consumer.c) run under MPIEXEC as 2 ranks; and
+#      libhostgraph.so still needs no MPI.  Without MPI, none of it installed.
+# Usage: bash tests/install/install_test.sh BUILD_DIR [PYTHON [HAVE_MPI MPIEXEC [FLAGS]]]
 # Exit 77 (ctest: skipped) without pkg-config or a C compiler.
 set -euo pipefail
 build=$(cd "$1" && pwd)
 py=${2:-}
+have_mpi=${3:-OFF}
+mpiexec=${4:-mpiexec}
+IFS=';' read -r -a mpiflags <<<"${5:-}" # a CMake list
 here=$(cd "$(dirname "$0")" && pwd)
 cc=${CC:-cc}
 for tool in pkg-config "$cc" readelf; do
@@ -53,6 +60,16 @@ pydir=$prefix/$pyrel
     fail "the Python package is not under $pydir"
 grep -q "hostgraph Python package: $pydir/hostgraph" "$tmp/install.log" ||
     fail "the install does not say where the Python package went"
+
+for f in "$prefix/include/hostgraph_mpi.h" "$libdir/libhostgraph_mpi.so.0" \
+    "$libdir/libhostgraph_mpi.a" "$libdir/pkgconfig/hostgraph_mpi.pc" \
+    "$libdir/cmake/hostgraph/hostgraphMpiTargets.cmake"; do
+    if [ "$have_mpi" = ON ]; then
+        [ -e "$f" ] || fail "$f is not installed (MPI was built)"
+    elif [ -e "$f" ]; then
+        fail "$f is installed, but MPI was not built"
+    fi
+done
 
 step "headers include nothing from src/"
 if grep -n '#include "' "$prefix"/include/*.h | grep -v '"hostgraph.h"'; then
@@ -102,6 +119,30 @@ if nm "$tmp/cm/consumer_static" | grep -q 'scene_'; then
 fi
 [ "$(cat "$tmp/cm/hostgraph_executable.txt")" = "$prefix/bin/hostgraph" ] ||
     fail "hostgraph_EXECUTABLE is not the installed command"
+
+if [ "$have_mpi" = ON ]; then
+    step "libhostgraph_mpi.so.0: soname, link dependencies, exported symbols"
+    readelf -d "$libdir/libhostgraph_mpi.so.0" | grep -q 'SONAME.*\[libhostgraph_mpi.so.0\]' ||
+        fail "libhostgraph_mpi.so has no soname libhostgraph_mpi.so.0"
+    mneeded=$(readelf -d "$libdir/libhostgraph_mpi.so.0" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+    echo "   needs: $(echo "$mneeded" | tr '\n' ' ')"
+    echo "$mneeded" | grep -q '^libhostgraph.so.0$' || fail "libhostgraph_mpi.so does not need libhostgraph.so.0"
+    echo "$mneeded" | grep -q '^libmpi' || fail "libhostgraph_mpi.so does not need MPI's library"
+    other=$(nm -D --defined-only "$libdir/libhostgraph_mpi.so.0" |
+        awk '$2 != "A" && $3 !~ /^hg_mpi_.*@@HOSTGRAPH_MPI_0$/ {print $3}')
+    [ -z "$other" ] || fail "libhostgraph_mpi.so exports non-API symbols: $other"
+    runmpi() { "$mpiexec" "${mpiflags[@]}" -n 2 "$@"; }
+    step "pkg-config --cflags --libs hostgraph_mpi: $(pkg-config --cflags --libs hostgraph_mpi)"
+    # shellcheck disable=SC2046
+    "$cc" "${cflags[@]}" "$here/mpi_consumer.c" -o "$tmp/mpi_pc" $(pkg-config --cflags --libs hostgraph_mpi)
+    LD_LIBRARY_PATH=$libdir runmpi "$tmp/mpi_pc"
+    step "find_package(hostgraph COMPONENTS mpi)"
+    cmake -S "$here/consumer" -B "$tmp/cm_mpi" -DCMAKE_PREFIX_PATH="$prefix" \
+        -DCMAKE_C_COMPILER="$cc" -DWITH_MPI=ON >/dev/null
+    cmake --build "$tmp/cm_mpi" >/dev/null
+    runmpi "$tmp/cm_mpi/mpi_consumer"
+    runmpi "$tmp/cm_mpi/mpi_consumer_static"
+fi
 
 step "the installed command"
 "$prefix/bin/hostgraph" run vector_add --param n=10000 --rounds 2 --residency all --quiet

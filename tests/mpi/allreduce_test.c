@@ -5,13 +5,17 @@
  *   - bf16 summed in f32 and rounded once (values chosen so that summing
  *     in bf16 pairwise would round differently on 4 ranks);
  *   - dependencies: a writer before the allreduce is included, a reader
- *     after it sees the sum, an independent task gets no edge and runs
+ *     after it sees the sum, an independent kernel gets no edge and runs
  *     while the allreduce waits on MPI (proved without timing: a deadlock
  *     otherwise, turned into an abort by the bounded wait);
- *   - refusals: strided views, dtypes, NULLs, attach errors, a queue
- *     device, graphs that differ across ranks: each fails every rank
- *     cleanly, and the next run works.
- * Every expected value is computed by each rank from the rank count.
+ *   - bytes: a later round of a resident arg moves the sim's floor, plus,
+ *     on a queue device, each allreduce's range down and up (its staging);
+ *   - refusals: strided views, dtypes, NULLs, attach errors, graphs that
+ *     differ across ranks: each fails every rank cleanly, and the next run
+ *     works.
+ * Each test but attach's runs on every backend every rank has (sim, and
+ * OpenCL where there is a platform).  Every expected value is computed by
+ * each rank from the rank count.
  */
 #include <limits.h>
 
@@ -24,6 +28,15 @@ typedef struct ranges {
     size_t lo[3], len[3];
     uint32_t n;
 } ranges;
+
+/* The run arg "x": INOUT, N f32 in a new host buffer. */
+static int x_arg(hg_hostbuf **hb, hg_arg *arg, hg_residency residency)
+{
+    *arg = (hg_arg){"x", HG_INOUT, {0}, 0, residency};
+    size_t shape[1] = {N};
+    int rc = hg_hostbuf_create(N * sizeof(float), hb);
+    return rc ? rc : hg_tensor_host(&arg->tensor, *hb, HG_F32, 1, shape);
+}
 
 /* One allreduce per range of arg 0. */
 static int orch_ranges(hg_orch *o, void *user)
@@ -50,15 +63,13 @@ static bool in_ranges(const ranges *rg, size_t i)
     return false;
 }
 
-TEST(f32_ranges_at_offsets_hold_the_sum_and_net_bytes_are_exact)
+MPI_TEST_EACH_BACKEND(f32_ranges_at_offsets_hold_the_sum_and_net_bytes_are_exact)
 {
     mpi_fixture f;
-    ASSERT_OK(mpi_fixture_open(&f, "sim:cores=2,mem=64M"));
+    ASSERT_OK(mpi_fixture_open_on(&f, backend, "cores=2,mem=64M"));
     hg_hostbuf *hb;
-    ASSERT_OK(hg_hostbuf_create(N * sizeof(float), &hb));
-    hg_arg arg = {"x", HG_INOUT, {0}, 0, HG_RESIDENT};
-    size_t shape[1] = {N};
-    ASSERT_OK(hg_tensor_host(&arg.tensor, hb, HG_F32, 1, shape));
+    hg_arg arg;
+    ASSERT_OK(x_arg(&hb, &arg, HG_RESIDENT));
     ranges rg = {f.m, {100, 600, 999}, {300, 17, 1}, 3};
     hg_callable c = {"ranges", orch_ranges, &rg};
     const double ranks_sum = (double)f.size * (f.size - 1) / 2; /* 0 + 1 + ... */
@@ -86,16 +97,14 @@ TEST(f32_ranges_at_offsets_hold_the_sum_and_net_bytes_are_exact)
 /* A replayed run (hg_runner_set_replay) executes the recorded allreduce
  * tasks without orchestrating: the sums and net_bytes stay exact, and a
  * failure in a replayed run still fails every rank. */
-TEST(replayed_runs_allreduce_and_agree)
+MPI_TEST_EACH_BACKEND(replayed_runs_allreduce_and_agree)
 {
     mpi_fixture f;
-    ASSERT_OK(mpi_fixture_open(&f, "sim:cores=2,mem=64M"));
+    ASSERT_OK(mpi_fixture_open_on(&f, backend, "cores=2,mem=64M"));
     hg_runner_set_replay(f.r, true);
     hg_hostbuf *hb;
-    ASSERT_OK(hg_hostbuf_create(N * sizeof(float), &hb));
-    hg_arg arg = {"x", HG_INOUT, {0}, 0, HG_STAGED};
-    size_t shape[1] = {N};
-    ASSERT_OK(hg_tensor_host(&arg.tensor, hb, HG_F32, 1, shape));
+    hg_arg arg;
+    ASSERT_OK(x_arg(&hb, &arg, HG_STAGED));
     ranges rg = {f.m, {10, 500}, {20, 100}, 2};
     hg_callable c = {"ranges", orch_ranges, &rg};
     uint32_t replayed = 0;
@@ -124,10 +133,10 @@ TEST(replayed_runs_allreduce_and_agree)
     mpi_fixture_close(&f);
 }
 
-TEST(bf16_is_summed_in_f32_and_rounded_once)
+MPI_TEST_EACH_BACKEND(bf16_is_summed_in_f32_and_rounded_once)
 {
     mpi_fixture f;
-    ASSERT_OK(mpi_fixture_open(&f, "sim:cores=2,mem=64M"));
+    ASSERT_OK(mpi_fixture_open_on(&f, backend, "cores=2,mem=64M"));
     enum { M = 64 };
     hg_hostbuf *hb;
     ASSERT_OK(hg_hostbuf_create(M * sizeof(uint16_t), &hb));
@@ -167,32 +176,44 @@ typedef struct mixed {
     int rank;
 } mixed;
 
-/* a[i] = rank + 1.  On rank 1 it first waits for rank 0's independent task
- * (a message on MPI_COMM_WORLD), so rank 0's allreduce cannot complete
- * before rank 0 has run that task: were it queued behind the allreduce,
- * the job would deadlock (and the bounded wait would abort it). */
+/* Host step: a[i] = rank + 1.  On rank 1 it first waits for rank 0's
+ * `signal` step (a message on MPI_COMM_WORLD), which follows rank 0's
+ * independent kernel: so rank 0's allreduce cannot complete before rank 0
+ * has run that kernel.  Were the kernel (or the signal) queued behind the
+ * allreduce, the job would deadlock (and the bounded wait would abort it).
+ * The message carries b[0] as the kernel left it. */
 static int k_write(const hg_kernel_ctx *ctx)
 {
-    int rank = (int)ctx->scalars[0], token = 0;
-    if (rank == 1 && MPI_Recv(&token, 1, MPI_INT, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != 0)
+    int rank = (int)ctx->scalars[0];
+    float token = 0;
+    if (rank == 1 && MPI_Recv(&token, 1, MPI_FLOAT, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != 0)
         return 1;
+    if (rank == 1 && token != (float)ctx->scalars[1])
+        return 2; /* rank 0's kernel had not run before its signal */
     float *a = ctx->args[0].data;
     for (size_t i = 0; i < ctx->args[0].shape[0]; i++)
         a[i] = (float)(rank + 1);
     return 0;
 }
 
-/* b[i] += 1; on rank 0 it then lets rank 1's writer go. */
-static int k_independent(const hg_kernel_ctx *ctx)
+/* Host step after the independent kernel: on rank 0, sends b[0] to rank 1. */
+static int k_signal(const hg_kernel_ctx *ctx)
 {
-    int rank = (int)ctx->scalars[0], token = 1;
+    int rank = (int)ctx->scalars[0];
+    float token = ((const float *)ctx->args[0].data)[0];
+    return rank == 0 && MPI_Send(&token, 1, MPI_FLOAT, 1, 7, MPI_COMM_WORLD) != 0;
+}
+
+/* Kernel, independent of the allreduce: b[i] += 1. */
+static int k_bump(const hg_kernel_ctx *ctx)
+{
     float *b = ctx->args[0].data;
     for (size_t i = 0; i < ctx->args[0].shape[0]; i++)
         b[i] += 1.0f;
-    return rank == 0 && MPI_Send(&token, 1, MPI_INT, 1, 7, MPI_COMM_WORLD) != 0;
+    return 0;
 }
 
-/* out[i] = 2 * a[i]. */
+/* Kernel: out[i] = 2 * a[i]. */
 static int k_read(const hg_kernel_ctx *ctx)
 {
     const float *a = ctx->args[0].data;
@@ -202,11 +223,24 @@ static int k_read(const hg_kernel_ctx *ctx)
     return 0;
 }
 
-static const hg_kernel K_WRITE = {"write_a", k_write, HG_CORE_VECTOR, NULL, NULL};
-static const hg_kernel K_INDEP = {"bump_b", k_independent, HG_CORE_VECTOR, NULL, NULL};
-static const hg_kernel K_READ = {"read_a", k_read, HG_CORE_VECTOR, NULL, NULL};
+static const char mixed_cl[] = "__kernel void bump(HG_STATUS_ARGS, HG_TENSOR(float, b))\n"
+                               "{\n"
+                               "    HG_PTR(b)[get_global_id(0)] += 1.0f;\n"
+                               "}\n"
+                               "__kernel void twice(HG_STATUS_ARGS, HG_TENSOR(float, a),\n"
+                               "                    HG_TENSOR(float, out))\n"
+                               "{\n"
+                               "    size_t i = get_global_id(0);\n"
+                               "    HG_PTR(out)[i] = 2.0f * HG_PTR(a)[i];\n"
+                               "}\n";
 
-/* write a -> allreduce a -> read a into out; bump b, independent. */
+static const hg_kernel K_WRITE = {"write_a", k_write, HG_CORE_VECTOR, NULL, NULL};
+static const hg_kernel K_SIGNAL = {"signal", k_signal, HG_CORE_VECTOR, NULL, NULL};
+static const hg_kernel K_BUMP = {"bump_b", k_bump, HG_CORE_VECTOR, mixed_cl, "bump"};
+static const hg_kernel K_READ = {"read_a", k_read, HG_CORE_VECTOR, mixed_cl, "twice"};
+
+/* write a (host step) -> allreduce a -> read a into out (kernel); bump b
+ * (kernel) -> signal (host step, reads b), independent of the allreduce. */
 static int orch_mixed(hg_orch *o, void *user)
 {
     const mixed *mx = user;
@@ -214,16 +248,21 @@ static int orch_mixed(hg_orch *o, void *user)
     hg_orch_arg(o, 0, &a);
     hg_orch_arg(o, 1, &b);
     hg_orch_arg(o, 2, &out);
-    const uint64_t rank = (uint64_t)mx->rank;
+    const float *hb = hg_hostbuf_data(b->tensor.host); /* b[0] before this round */
+    const uint64_t sc[2] = {(uint64_t)mx->rank, (uint64_t)(hb[0] + 1.0f)};
     hg_task_arg wa[1] = {{0, HG_OUT, a->tensor}};
-    hg_task_desc w = {&K_WRITE, wa, 1, &rank, 1, NULL, 0};
-    int rc = hg_task_submit(o, &w, NULL);
+    hg_task_desc w = {&K_WRITE, wa, 1, sc, 2, NULL, 0};
+    int rc = hg_task_submit_host_step(o, &w, NULL);
     if (rc == 0)
         rc = hg_mpi_allreduce(o, mx->m, 0, &a->tensor, NULL);
     hg_task_arg ba[1] = {{1, HG_INOUT, b->tensor}};
-    hg_task_desc bd = {&K_INDEP, ba, 1, &rank, 1, NULL, 0};
+    hg_task_desc bd = {&K_BUMP, ba, 1, NULL, 0, NULL, 0};
     if (rc == 0)
         rc = hg_task_submit(o, &bd, NULL);
+    hg_task_arg sa[1] = {{1, HG_IN, b->tensor}};
+    hg_task_desc sd = {&K_SIGNAL, sa, 1, sc, 1, NULL, 0};
+    if (rc == 0)
+        rc = hg_task_submit_host_step(o, &sd, NULL);
     hg_task_arg ra[2] = {{0, HG_IN, a->tensor}, {2, HG_OUT, out->tensor}};
     hg_task_desc rd = {&K_READ, ra, 2, NULL, 0, NULL, 0};
     if (rc == 0)
@@ -231,10 +270,10 @@ static int orch_mixed(hg_orch *o, void *user)
     return rc;
 }
 
-TEST(allreduce_orders_with_readers_and_writers_and_never_holds_independent_tasks)
+MPI_TEST_EACH_BACKEND(allreduce_orders_with_readers_and_writers_and_never_holds_independent_tasks)
 {
     mpi_fixture f;
-    ASSERT_OK(mpi_fixture_open(&f, "sim:cores=2,mem=64M"));
+    ASSERT_OK(mpi_fixture_open_on(&f, backend, "cores=2,mem=64M"));
     enum { M = 256 };
     hg_hostbuf *hb[3];
     hg_arg args[3] = {{"a", HG_INOUT, {0}, 0, HG_STAGED},
@@ -249,9 +288,11 @@ TEST(allreduce_orders_with_readers_and_writers_and_never_holds_independent_tasks
     hg_callable c = {"mixed", orch_mixed, &mx};
     for (int round = 1; round <= 2; round++) {
         hg_run_stats s;
-        ASSERT_OK(hg_runner_run(f.r, &c, args, 3, &s));
-        ASSERT_EQ(s.tasks, 4);
-        ASSERT_EQ(s.edges, 2); /* write -> allreduce -> read; bump_b has none */
+        int rc = hg_runner_run(f.r, &c, args, 3, &s);
+        if (rc != 0)
+            TEST_FAIL_("rank %d: %s", f.rank, hg_runner_errmsg(f.r));
+        ASSERT_EQ(s.tasks, 5);
+        ASSERT_EQ(s.edges, 3); /* write -> allreduce -> read; bump_b -> signal */
         ASSERT_UEQ(s.net_bytes, M * sizeof(float));
         const float *a = hg_hostbuf_data(hb[0]), *b = hg_hostbuf_data(hb[1]);
         const float *out = hg_hostbuf_data(hb[2]);
@@ -264,6 +305,45 @@ TEST(allreduce_orders_with_readers_and_writers_and_never_holds_independent_tasks
     }
     for (int i = 0; i < 3; i++)
         hg_hostbuf_destroy(hb[i]);
+    mpi_fixture_close(&f);
+}
+
+/* A later round of a resident INOUT arg that the host leaves alone, in
+ * `all` residency: the sim uploads nothing and copies back the ranges the
+ * allreduces wrote (the floor); a queue device also stages each range down
+ * and back up: floor + 2 x the ranges, one each way. */
+MPI_TEST_EACH_BACKEND(later_rounds_move_the_floor_plus_each_range_down_and_up)
+{
+    mpi_fixture f;
+    ASSERT_OK(mpi_fixture_open_on(&f, backend, "cores=2,mem=64M"));
+    hg_hostbuf *hb;
+    hg_arg arg;
+    ASSERT_OK(x_arg(&hb, &arg, HG_RESIDENT));
+    float *x = hg_hostbuf_data(hb);
+    for (size_t i = 0; i < N; i++)
+        x[i] = 1.0f;
+    ASSERT_OK(hg_hostbuf_mark_written(hb, 0, N * sizeof(float)));
+    ranges rg = {f.m, {0, 512}, {256, 64}, 2};
+    hg_callable c = {"ranges", orch_ranges, &rg};
+    const uint64_t range_bytes = (256 + 64) * sizeof(float);
+    const uint64_t staged = test_backend_is_sim(backend) ? 0 : range_bytes;
+    float want = 1.0f;
+    for (int round = 0; round < 3; round++) {
+        hg_run_stats s;
+        ASSERT_OK(hg_runner_run(f.r, &c, &arg, 1, &s));
+        want *= (float)f.size;
+        ASSERT(x[0] == want && x[575] == want && x[256] == 1.0f && x[N - 1] == 1.0f);
+        if (round == 0)
+            continue;
+        printf("     rank %d round %d: h2d %llu d2h %llu net %llu bytes\n", f.rank, round,
+               (unsigned long long)s.h2d_bytes, (unsigned long long)s.d2h_bytes,
+               (unsigned long long)s.net_bytes);
+        ASSERT_UEQ(s.h2d_bytes, 0 + staged);
+        ASSERT_UEQ(s.d2h_bytes, range_bytes + staged);
+        ASSERT_UEQ(s.net_bytes, range_bytes);
+        ASSERT_UEQ(s.device_allocs, 0);
+    }
+    hg_hostbuf_destroy(hb);
     mpi_fixture_close(&f);
 }
 
@@ -306,15 +386,13 @@ static int orch_bad(hg_orch *o, void *user)
     }
 }
 
-TEST(malformed_allreduces_fail_every_rank_and_the_next_run_works)
+MPI_TEST_EACH_BACKEND(malformed_allreduces_fail_every_rank_and_the_next_run_works)
 {
     mpi_fixture f;
-    ASSERT_OK(mpi_fixture_open(&f, "sim:cores=2,mem=64M"));
+    ASSERT_OK(mpi_fixture_open_on(&f, backend, "cores=2,mem=64M"));
     hg_hostbuf *hb;
-    ASSERT_OK(hg_hostbuf_create(N * sizeof(float), &hb));
-    hg_arg arg = {"x", HG_INOUT, {0}, 0, HG_STAGED};
-    size_t shape[1] = {N};
-    ASSERT_OK(hg_tensor_host(&arg.tensor, hb, HG_F32, 1, shape));
+    hg_arg arg;
+    ASSERT_OK(x_arg(&hb, &arg, HG_STAGED));
     float *x = hg_hostbuf_data(hb);
     x[5] = 1.0f;
     const struct {
@@ -371,15 +449,13 @@ TEST(attach_refuses_null_and_a_null_communicator)
     hg_device_close(dev);
 }
 
-TEST(a_run_without_allreduces_agrees_and_counts_no_net_bytes)
+MPI_TEST_EACH_BACKEND(a_run_without_allreduces_agrees_and_counts_no_net_bytes)
 {
     mpi_fixture f;
-    ASSERT_OK(mpi_fixture_open(&f, "sim:cores=2,mem=64M"));
+    ASSERT_OK(mpi_fixture_open_on(&f, backend, "cores=2,mem=64M"));
     hg_hostbuf *hb;
-    ASSERT_OK(hg_hostbuf_create(N * sizeof(float), &hb));
-    hg_arg arg = {"x", HG_INOUT, {0}, 0, HG_STAGED};
-    size_t shape[1] = {N};
-    ASSERT_OK(hg_tensor_host(&arg.tensor, hb, HG_F32, 1, shape));
+    hg_arg arg;
+    ASSERT_OK(x_arg(&hb, &arg, HG_STAGED));
     ranges none = {f.m, {0}, {0}, 0};
     hg_callable c = {"none", orch_ranges, &none};
     hg_run_stats s;
@@ -388,42 +464,6 @@ TEST(a_run_without_allreduces_agrees_and_counts_no_net_bytes)
     ASSERT_UEQ(s.net_ns, 0);
     hg_hostbuf_destroy(hb);
     mpi_fixture_close(&f);
-}
-
-/* A queue device (OpenCL) cannot stage an allreduce yet: every rank is
- * refused, naming its device.  Skipped (said so) without an OpenCL device
- * on every rank. */
-TEST(queue_device_is_refused_naming_the_device)
-{
-    hg_device *dev = NULL;
-    int have = hg_device_open("opencl", &dev, NULL, 0) == 0, all = 0;
-    MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (!all) {
-        hg_device_close(dev);
-        const char *required = getenv("HG_REQUIRE_OPENCL");
-        if (required != NULL && *required != '\0' && strcmp(required, "0") != 0)
-            TEST_FAIL_("HG_REQUIRE_OPENCL is set, and a rank has no OpenCL device");
-        printf("     skipped: no OpenCL device on every rank\n");
-        return;
-    }
-    hg_runner *r;
-    hg_mpi *m;
-    ASSERT_OK(hg_runner_open(dev, &r));
-    ASSERT_OK(hg_mpi_attach(r, MPI_COMM_WORLD, &m, NULL, 0));
-    ASSERT_OK(hg_mpi_set_timeout(m, 60.0));
-    hg_hostbuf *hb;
-    ASSERT_OK(hg_hostbuf_create(N * sizeof(float), &hb));
-    hg_arg arg = {"x", HG_INOUT, {0}, 0, HG_STAGED};
-    size_t shape[1] = {N};
-    ASSERT_OK(hg_tensor_host(&arg.tensor, hb, HG_F32, 1, shape));
-    ranges one = {m, {0}, {N}, 1};
-    hg_callable c = {"queue", orch_ranges, &one};
-    ASSERT_EQ(hg_runner_run(r, &c, &arg, 1, NULL), HG_EUNSUPPORTED);
-    ASSERT_STR_CONTAINS(hg_runner_errmsg(r), "device 'opencl");
-    hg_hostbuf_destroy(hb);
-    hg_mpi_detach(m);
-    hg_runner_close(r);
-    hg_device_close(dev);
 }
 
 int main(int argc, char **argv)

@@ -32,18 +32,22 @@ typedef struct scene_case_spec {
 
 /* The floors by hand: vector_add and paged_attention only read their IN
  * args (unchanged) and write an OUT: c (5000 f32), out (5 x 4 x D f32).
- * bgemm's C (48 x 48 f32) is INOUT, restored every round.  qwen3_decode
- * at 1 layer and 1 sequence writes one K and one V row (32 bf16 each) into
- * its caches, which the scene restores, and out (64 bf16); more sequences'
+ * bgemm's C (48 x 48 or 96 x 96 f32) is INOUT, restored every round.  qwen3_decode
+ * at 1 layer and 1 sequence writes one K and one V row (the tiny preset's
+ * 8 KV heads x head_dim 16 = 128 bf16 each) into its caches, which the
+ * scene restores, and out (hidden 64 bf16); more sequences'
  * rows lie closer than the upload cost rule's gap (stage.h), so they go up
  * as one range with the gaps in it, and the floor is no longer exact. */
 static const scene_case_spec cases[] = {
     {"vector_add", {"n=5000", "tile=768"}, 0, 5000 * 4},
     {"bgemm", {"grid=2", "tile=24", "grid_k=3"}, 48 * 48 * 4, 48 * 48 * 4},
+    /* tiles of whole 16 x 16 blocks: the OpenCL GEMM's full-block path at
+     * 9 block positions (24 has one, and cut blocks) */
+    {"bgemm", {"grid=2", "tile=48", "grid_k=1"}, 96 * 96 * 4, 96 * 96 * 4},
     {"paged_attention", {NULL}, 0, 5 * 4 * 16 * 4},
     /* D not a multiple of 8 (QK's scalar path), 5-token blocks, 3 per chunk */
     {"paged_attention", {"head_dim=12", "block_size=5", "chunk_blocks=3"}, 0, 5 * 4 * 12 * 4},
-    {"qwen3_decode", {"layers=1", "batch=1"}, 2 * 32 * 2, 2 * 32 * 2 + 64 * 2},
+    {"qwen3_decode", {"layers=1", "batch=1"}, 2 * 128 * 2, 2 * 128 * 2 + 64 * 2},
 };
 
 typedef struct round_log {
