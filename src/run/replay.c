@@ -228,7 +228,7 @@ int replay_record(replay_state *rs, graph *g, stage_plan *p, const hg_callable *
         grow(&rs->lens, &c2, p->nall, sizeof *rs->lens) != 0)
         return HG_ENOMEM;
     rs->cap_regions = c1 < c2 ? c1 : c2;
-    if (keep_args(rs, c, args, nargs) != 0)
+    if (keep_args(rs, c, args, nargs) != 0 || stage_backplan_keep(p, &rs->back) != 0)
         return HG_ENOMEM;
     for (uint32_t i = 0; i < p->nall; i++)
         region_of(&p->args[i], &rs->regions[i], &rs->lens[i]);
@@ -239,7 +239,6 @@ int replay_record(replay_state *rs, graph *g, stage_plan *p, const hg_callable *
     replay_log t = rs->rec;
     rs->rec = rs->cur;
     rs->cur = t;
-    (void)stage_backplan_keep(p, &rs->back); /* none kept: replayed runs plan for themselves */
     rs->valid = true;
     return 0;
 }

@@ -136,7 +136,7 @@ int replay_match(replay_state *rs, const hg_callable *c, const hg_arg *args, uin
  * (0: not replayable), takes the recorded scratch (unless `orchestrated`:
  * the orchestration took it) and points the recording's task args at the
  * regions; unless `orchestrated`, lends the plan the recorded copy-back plan
- * (or, when none was kept, notes its written views in the plan).
+ * (stage_backplan_lend) in place of noting its written views.
  * 1 when placed; HG_EDEVMEM, HG_ENOMEM, HG_ELIMIT from taking scratch. */
 int replay_place(replay_state *rs, stage_plan *p, hg_device *dev, bool orchestrated, hg_err *e);
 /* Verify mode, after the orchestration ran again (its log in `cur`): 0
@@ -148,8 +148,7 @@ int replay_compare_log(const replay_state *rs, hg_err *e);
 int replay_compare_graph(const replay_state *rs, const graph *g, hg_err *e);
 /* After a successful orchestrated run: its graph and log become the
  * recording (the old one's memory becomes the working graph's), and its
- * copy-back plan the recording's (stage_backplan_keep; without it, replayed
- * runs note and plan the written views themselves).  On HG_ENOMEM no
+ * copy-back plan the recording's (stage_backplan_keep).  On HG_ENOMEM no
  * recording is kept. */
 int replay_record(replay_state *rs, graph *g, stage_plan *p, const hg_callable *c,
                   const hg_arg *args, uint32_t nargs);

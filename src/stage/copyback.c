@@ -172,11 +172,6 @@ int stage_note_written(stage_plan *p, uint32_t arg, const hg_tensor *view, hg_er
     return note(p, arg, lo, hi, hg_tensor_is_dense(view) ? NULL : view, e);
 }
 
-int stage_note_written_range(stage_plan *p, uint32_t arg, size_t lo, size_t hi, hg_err *e)
-{
-    return lo == hi ? 0 : note(p, arg, lo, hi, NULL, e);
-}
-
 const hg_tensor *stage_written_view(const stage_plan *p, uint32_t k)
 {
     return note_view(p, &p->written[k]);

@@ -287,9 +287,6 @@ int stage_resolve(const stage_plan *p, const hg_task_arg *ta, graph_targ *out, h
 /* Records that a task writes `view` of run arg `arg` (orchestration time):
  * only what tasks wrote comes back.  HG_ENOMEM. */
 int stage_note_written(stage_plan *p, uint32_t arg, const hg_tensor *view, hg_err *e);
-/* stage_note_written of a dense view's byte extent [lo, hi) (a recorded
- * note replayed). */
-int stage_note_written_range(stage_plan *p, uint32_t arg, size_t lo, size_t hi, hg_err *e);
 /* Written note k's strided view, or NULL when it is dense (its bytes are
  * p->written[k].lo..hi of arg p->written[k].arg). */
 const hg_tensor *stage_written_view(const stage_plan *p, uint32_t k);
