@@ -3,6 +3,7 @@
  * with kernels that do nothing, orchestrated against replayed (issue 17).
  *
  *     replay_overhead [tasks (default 20000)] [device spec (default sim:cores=2)] [--replay]
+ *                     [--resident]
  *
  * Where task_overhead times the graph and the scheduler alone, this goes
  * through hg_runner_run: bind (one IN and one INOUT arg), an orchestration
@@ -17,6 +18,10 @@
  * name alternating, so each run orchestrates and replaces the recording),
  * their runs interleaved with the first's, and the ratios of their host time
  * per task (wall - execute - copies) to the first's, from this one run.
+ *
+ * --resident: both args HG_RESIDENT (--residency all): a later run uploads
+ * nothing (in is current; out's copy was published by its own copy-back)
+ * and copies back only the written tiles.  Default: both staged.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -104,9 +109,16 @@ static double print_series(series *m, const char *label, size_t nt)
 
 int main(int argc, char **argv)
 {
-    bool replay = argc > 1 && strcmp(argv[argc - 1], "--replay") == 0;
-    if (replay)
+    bool replay = false, resident = false;
+    while (argc > 1 && strncmp(argv[argc - 1], "--", 2) == 0) {
+        if (strcmp(argv[argc - 1], "--replay") == 0)
+            replay = true;
+        else if (strcmp(argv[argc - 1], "--resident") == 0)
+            resident = true;
+        else
+            break;
         argc--;
+    }
     long n = argc > 1 ? atol(argv[1]) : 20000;
     const char *spec = argc > 2 ? argv[2] : "sim:cores=2";
     if (n < 1 || n > 10000000) {
@@ -126,7 +138,8 @@ int main(int argc, char **argv)
         hg_runner_open(dev, &m[2].r) || hg_hostbuf_create(shape[0] * 4, &in) ||
         hg_hostbuf_create(shape[0] * 4, &out))
         return 3;
-    hg_arg args[2] = {{"in", HG_IN, {0}, 0, HG_STAGED}, {"out", HG_INOUT, {0}, 0, HG_STAGED}};
+    const hg_residency res = resident ? HG_RESIDENT : HG_STAGED;
+    hg_arg args[2] = {{"in", HG_IN, {0}, 0, res}, {"out", HG_INOUT, {0}, 0, res}};
     hg_tensor_host(&args[0].tensor, in, HG_F32, 1, shape);
     hg_tensor_host(&args[1].tensor, out, HG_F32, 1, shape);
     hg_callable c = {"empty_tiles", orchestrate, NULL};
@@ -141,8 +154,9 @@ int main(int argc, char **argv)
             if (run_once(&m[k], i, k == 2 ? &other[i % 2] : &c, args) != 0)
                 return 3;
     size_t nt = (size_t)n;
-    printf("replay_overhead: %ld empty tasks (2 task args each), device %s, median of %d runs\n", n,
-           hg_device_spec(dev), REPS);
+    printf("replay_overhead: %ld empty tasks (2 task args each), device %s, args %s, median of %d "
+           "runs\n",
+           n, hg_device_spec(dev), resident ? "resident" : "staged", REPS);
     double h0 = print_series(&m[0], "", nt);
     if (replay) {
         double h1 = print_series(&m[1], "replay: ", nt);

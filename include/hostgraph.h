@@ -661,7 +661,8 @@ void hg_runner_set_verify(hg_runner *r, bool on);
  * Checked graph replay (off by default; off, it costs nothing).  With it on:
  *   - after a successful run, the runner keeps its graph (the recording):
  *     tasks, kernels, scalars, resolved device ranges, dependencies, the
- *     scratch taken, the views the tasks wrote, and every host view the
+ *     scratch taken, the views the tasks wrote (with copy-back's plan for
+ *     them: what to fetch and commit), and every host view the
  *     orchestration read (hg_orch_host_view: buffer, the arg's byte extent,
  *     the generation at the read);
  *   - the next run of the same callable (orchestrate function, user pointer
@@ -698,8 +699,9 @@ void hg_runner_set_verify(hg_runner *r, bool on);
  *     failure in bind, in taking the scratch, in copy-back, or a cancel
  *     keeps it.  An orchestration that fails in verify mode drops it.
  * hg_run_stats.replayed says which runs replayed; their orch_ns is the
- * checks and the written views noted for copy-back (O(args + host reads +
- * written views), plus O(task args) when a region moved).  Memory: one
+ * checks and restoring the recorded copy-back plan (O(args + host reads +
+ * the merged ranges it fetches), plus O(task args) when a region moved);
+ * their copy-back plans nothing per written view.  Memory: one
  * recording, O(tasks + task args + args) host bytes
  * (hg_runner_replay_bytes), besides the graph every runner keeps; a new
  * recording takes the old one's place (its arrays become the working

@@ -69,6 +69,7 @@ void replay_drop(replay_state *rs)
     free(rs->name);
     free(rs->regions);
     free(rs->lens);
+    stage_backplan_free(&rs->back);
     rs->args = NULL;
     rs->names = rs->name = NULL;
     rs->regions = rs->lens = NULL;
@@ -97,6 +98,7 @@ uint64_t replay_bytes(const replay_state *rs)
     b += log_bytes(&rs->rec);
     b += (uint64_t)rs->cap_args * sizeof *rs->args + rs->names_cap;
     b += (uint64_t)rs->cap_regions * 2 * sizeof(hg_devaddr);
+    b += stage_backplan_bytes(&rs->back);
     return b + (rs->name ? strlen(rs->name) + 1 : 0);
 }
 
@@ -217,7 +219,7 @@ static void region_of(const stage_arg *sa, hg_devaddr *at, hg_devaddr *len)
     *len = memory ? sa->hi - sa->lo : 0;
 }
 
-int replay_record(replay_state *rs, graph *g, const stage_plan *p, const hg_callable *c,
+int replay_record(replay_state *rs, graph *g, stage_plan *p, const hg_callable *c,
                   const hg_arg *args, uint32_t nargs)
 {
     rs->valid = false;
@@ -226,7 +228,7 @@ int replay_record(replay_state *rs, graph *g, const stage_plan *p, const hg_call
         grow(&rs->lens, &c2, p->nall, sizeof *rs->lens) != 0)
         return HG_ENOMEM;
     rs->cap_regions = c1 < c2 ? c1 : c2;
-    if (keep_args(rs, c, args, nargs) != 0)
+    if (keep_args(rs, c, args, nargs) != 0 || stage_backplan_keep(p, &rs->back) != 0)
         return HG_ENOMEM;
     for (uint32_t i = 0; i < p->nall; i++)
         region_of(&p->args[i], &rs->regions[i], &rs->lens[i]);

@@ -8,8 +8,8 @@
  * orchestration did besides: the run arg of every task arg, the host views
  * it read (arg, byte range, buffer id, generation at the read), the scratch
  * it took, the views its tasks wrote (what copy-back brings back), and the
- * callable and args it ran with, with each arg's device region.  Memory:
- * O(tasks + task args + args).
+ * callable and args it ran with, with each arg's device region, and its
+ * copy-back plan.  Memory: O(tasks + task args + args).
  *
  * Invariant: a recording exists only for a run that succeeded, and is
  * dropped (or replaced) as soon as a check or a run shows it no longer
@@ -96,6 +96,7 @@ typedef struct replay_state {
     uint32_t nregions, cap_regions;
     graph graph;          /* the recorded task records (no tensor map) */
     replay_log rec;       /* the recorded log */
+    stage_backplan back;  /* the recorded run's copy-back plan, lent to replayed runs */
     replay_log cur;       /* the orchestration in flight */
     uint64_t *read_stamp; /* per arg: the run that last logged a read of it */
     uint32_t cap_stamp;
@@ -134,7 +135,8 @@ int replay_match(replay_state *rs, const hg_callable *c, const hg_arg *args, uin
  * region is where it was or moved without changing which args overlap
  * (0: not replayable), takes the recorded scratch (unless `orchestrated`:
  * the orchestration took it) and points the recording's task args at the
- * regions; unless `orchestrated`, notes its written views in the plan.
+ * regions; unless `orchestrated`, lends the plan the recorded copy-back plan
+ * (stage_backplan_lend) in place of noting its written views.
  * 1 when placed; HG_EDEVMEM, HG_ENOMEM, HG_ELIMIT from taking scratch. */
 int replay_place(replay_state *rs, stage_plan *p, hg_device *dev, bool orchestrated, hg_err *e);
 /* Verify mode, after the orchestration ran again (its log in `cur`): 0
@@ -145,9 +147,10 @@ int replay_compare_log(const replay_state *rs, hg_err *e);
  * recording, else HG_ESTALE naming the task and the field. */
 int replay_compare_graph(const replay_state *rs, const graph *g, hg_err *e);
 /* After a successful orchestrated run: its graph and log become the
- * recording (the old one's memory becomes the working graph's).  On
- * HG_ENOMEM no recording is kept. */
-int replay_record(replay_state *rs, graph *g, const stage_plan *p, const hg_callable *c,
+ * recording (the old one's memory becomes the working graph's), and its
+ * copy-back plan the recording's (stage_backplan_keep).  On HG_ENOMEM no
+ * recording is kept. */
+int replay_record(replay_state *rs, graph *g, stage_plan *p, const hg_callable *c,
                   const hg_arg *args, uint32_t nargs);
 
 #endif

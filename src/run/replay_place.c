@@ -107,7 +107,7 @@ static void patch(replay_state *rs)
 
 int replay_place(replay_state *rs, stage_plan *p, hg_device *dev, bool orchestrated, hg_err *e)
 {
-    if (rs->nregions != p->nargs + rs->rec.nscratch)
+    if (rs->nregions != p->nargs + rs->rec.nscratch || !rs->back.valid)
         return 0;
     uint32_t cap = rs->cap_spans;
     if (cap < 2 * rs->nregions) {
@@ -136,12 +136,8 @@ int replay_place(replay_state *rs, stage_plan *p, hg_device *dev, bool orchestra
     }
     if (moved)
         patch(rs);
-    for (uint32_t k = 0; !orchestrated && k < rs->rec.nwritten; k++) {
-        const replay_written *w = &rs->rec.written[k];
-        int rc = w->strided ? stage_note_written(p, w->arg, &w->view, e)
-                            : stage_note_written_range(p, w->arg, w->lo, w->hi, e);
-        if (rc != 0)
-            return rc;
-    }
-    return 1;
+    if (orchestrated)
+        return 1;
+    int rc = stage_backplan_lend(p, &rs->back, e);
+    return rc == 0 ? 1 : rc;
 }

@@ -370,20 +370,26 @@ static int run_decide(hg_runner *r, int rc)
 
 /* Copy back around the decide hook: the device reads, the ruling, then
  * (only on 0) the host writes and publish.  Without a hook a run that
- * failed earlier skips this stage, as before hooks existed. */
+ * failed earlier skips this stage, as before hooks existed, and copy-back
+ * runs in one step, so a lone written range may land straight in the host
+ * buffer (stage_copy_back) instead of through host staging. */
 static int run_copy_back(hg_runner *r, int rc, hg_run_stats *s)
 {
     if (rc != 0 && r->decide == NULL)
         return rc;
     stage_timer t = timer_start(r, "copy back");
     uint32_t norder = 0;
-    if (rc == 0)
-        rc = stage_copy_back_fetch(&r->plan, r->dev, &norder, &r->err);
-    rc = run_decide(r, rc);
-    if (rc == 0) {
-        stage_copy_back_commit(&r->plan, norder);
-        stage_publish(&r->plan); /* only now: the whole run succeeded */
+    if (r->decide == NULL) {
+        rc = stage_copy_back(&r->plan, r->dev, &r->err);
+    } else {
+        if (rc == 0)
+            rc = stage_copy_back_fetch(&r->plan, r->dev, &norder, &r->err);
+        rc = run_decide(r, rc);
+        if (rc == 0)
+            stage_copy_back_commit(&r->plan, norder);
     }
+    if (rc == 0)
+        stage_publish(&r->plan); /* only now: the whole run succeeded */
     r->copied_back = rc == 0;
     timer_stop(t, "copy back", &s->copyback_ns);
     return rc;
@@ -437,7 +443,8 @@ int hg_runner_run(hg_runner *r, const hg_callable *c, const hg_arg *args, uint32
     if (rc == 0)
         rc = run_check_cancel(r, "copy back"); /* nothing copied back or published */
     rc = run_copy_back(r, rc, &s);
-    s.tasks = rg.graph->ntasks; /* before a recording takes the graph */
+    stage_backplan_return(&r->plan); /* before a recording is dropped or replaced */
+    s.tasks = rg.graph->ntasks;      /* before a recording takes the graph */
     s.edges = rg.graph->nedges;
     if (r->replay.on)
         run_keep_recording(r, c, args, nargs, &rg, rc, exec_rc);

@@ -37,10 +37,14 @@
  * byte and no generation.  The fetched ranges stay in the plan
  * (stage_arg.back_first/back_n) for hg_runner_copied_back.
  *
+ * Neighbouring dense commit items are joined, so tiles written side by side
+ * commit as one memcpy.  A replayed run borrows the plan its recording kept
+ * (backplan.c) and skips step 1.
+ *
  * Cost: O(W log W) in written views W (sorted once by arg and extent), plus
  * O(R log R) in the runs of views that interleave or overlap one another
  * (none in the common case), plus the bytes moved, each copied once on the
- * host.
+ * host.  With a borrowed plan: O(fetched ranges + commit items + args).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +138,7 @@ static const hg_tensor *note_view(const stage_plan *p, const stage_written *w)
  * Views repeated out of turn are dropped at planning instead. */
 static int note(stage_plan *p, uint32_t arg, size_t lo, size_t hi, const hg_tensor *view, hg_err *e)
 {
+    p->note_work++;
     if (p->nwritten > 0) {
         const stage_written *last = &p->written[p->nwritten - 1];
         const hg_tensor *lv = note_view(p, last);
@@ -165,11 +170,6 @@ int stage_note_written(stage_plan *p, uint32_t arg, const hg_tensor *view, hg_er
     if (hg_tensor_extent(view, &lo, &hi) != 0 || lo == hi)
         return 0; /* validated at resolve; an empty view brings nothing back */
     return note(p, arg, lo, hi, hg_tensor_is_dense(view) ? NULL : view, e);
-}
-
-int stage_note_written_range(stage_plan *p, uint32_t arg, size_t lo, size_t hi, hg_err *e)
-{
-    return lo == hi ? 0 : note(p, arg, lo, hi, NULL, e);
 }
 
 const hg_tensor *stage_written_view(const stage_plan *p, uint32_t k)
@@ -391,6 +391,31 @@ static int plan_cluster(stage_plan *p, uint32_t w0, uint32_t w1, size_t lo, size
     return 0;
 }
 
+/* True when commit item `it` is one byte range (no view walked). */
+static bool commit_dense(const stage_plan *p, const stage_commit *it)
+{
+    return it->view == STAGE_NO_VIEW || note_view(p, &p->written[it->view]) == NULL;
+}
+
+/* Joins an arg's neighbouring dense commit items (p->commits[first..],
+ * ascending): N tasks writing N adjacent tiles commit with one memcpy, not
+ * N.  Touching ranges were merged into one fetched range, so a joined item
+ * still lies inside one. */
+static void commits_join(stage_plan *p, uint32_t first)
+{
+    uint32_t k = first;
+    for (uint32_t i = first + 1; i < p->ncommits; i++) {
+        stage_commit *a = &p->commits[k];
+        const stage_commit *b = &p->commits[i];
+        if (a->hi == b->lo && commit_dense(p, a) && commit_dense(p, b))
+            *a = (stage_commit){STAGE_NO_VIEW, a->lo, b->hi};
+        else
+            p->commits[++k] = *b;
+    }
+    if (p->ncommits > first)
+        p->ncommits = k + 1;
+}
+
 /* Arg sa's fetch ranges (merged, covered) and commit items. */
 static int plan_arg(stage_plan *p, uint32_t i, size_t *total, hg_err *e)
 {
@@ -428,6 +453,7 @@ static int plan_arg(stage_plan *p, uint32_t i, size_t *total, hg_err *e)
                            hg_strerror(rc));
         w = end + 1;
     }
+    commits_join(p, sa->commit_first);
     sa->commit_n = p->ncommits - sa->commit_first;
     return 0;
 }
@@ -463,6 +489,9 @@ static int plan_fetch(stage_plan *p, uint32_t *norder, size_t *total, hg_err *e)
 {
     *total = 0;
     p->ncommits = 0;
+    p->note_work += p->nwritten;
+    p->back_base = p->nspans;
+    const uint64_t skipped = p->rstats.d2h_bytes_skipped;
     written_sort(p);
     written_dedupe(p);
     if (plan_order(p, norder) != 0)
@@ -474,6 +503,9 @@ static int plan_fetch(stage_plan *p, uint32_t *norder, size_t *total, hg_err *e)
         if (rc != 0)
             return rc;
     }
+    p->back_norder = *norder;
+    p->back_total = *total;
+    p->back_skipped = p->rstats.d2h_bytes_skipped - skipped;
     return 0;
 }
 
@@ -632,8 +664,10 @@ static int fetch_direct(stage_plan *p, hg_device *dev, const stage_arg *sa, hg_e
 {
     const hg_range *s = &p->spans[sa->back_first];
     unsigned char *host = hg_hostbuf_data(sa->tensor.host);
+    const uint64_t t0 = clock_now_ns();
     int rc = device_copy_from(dev, host + s->lo, sa->dev_region + (s->lo - sa->lo), s->hi - s->lo,
                               p->tally);
+    p->rstats.d2h_ns += clock_now_ns() - t0;
     if (rc != 0)
         return err_set(e, rc, "arg '%s': device -> host copy back failed: %s", sa->name,
                        hg_strerror(rc));
@@ -647,9 +681,13 @@ static int fetch_direct(stage_plan *p, hg_device *dev, const stage_arg *sa, hg_e
 static int copy_back_fetch(stage_plan *p, hg_device *dev, bool direct_ok, uint32_t *norder,
                            const stage_arg **direct, hg_err *e)
 {
-    size_t total;
-    *norder = 0;
-    int rc = plan_fetch(p, norder, &total, e);
+    size_t total = p->back_total;
+    *norder = p->back_norder;
+    int rc = 0;
+    if (p->lent != NULL) /* a replayed run's borrowed plan */
+        p->rstats.d2h_bytes_skipped += p->back_skipped;
+    else
+        rc = plan_fetch(p, norder, &total, e);
     if (rc != 0)
         return rc;
     *direct = direct_ok ? direct_arg(p, dev, *norder) : NULL;

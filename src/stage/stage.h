@@ -137,6 +137,34 @@ typedef struct stage_residency_stats {
     uint64_t h2d_ns, d2h_ns;    /* time in the batched copies each way */
 } stage_residency_stats;
 
+/* A copy-back plan kept for replay (backplan.c): everything copy-back plans
+ * from a run's written notes (the notes sorted and deduplicated, their
+ * strided views, the commit items, the fetched ranges and their staging
+ * offsets, the arg order, each arg's share).  It is a function of the
+ * notes and of the args' extents, kinds and host buffers alone, all of which
+ * a replayed run has exactly as recorded (replay_match), so a replayed run
+ * borrows it instead of noting and planning every written view again.
+ * Ranges are kept relative to the first copy-back range (bind's upload
+ * ranges come first in p->spans, and their number varies run to run). */
+typedef struct stage_backplan {
+    bool valid;
+    stage_written *written;
+    uint32_t nwritten, cap_written;
+    hg_tensor *strided;
+    uint32_t nstrided, cap_strided;
+    stage_commit *commits;
+    uint32_t ncommits, cap_commits;
+    hg_range *spans;
+    size_t *span_staging;
+    uint32_t nspans, cap_spans, cap_staging;
+    uint32_t *order; /* back_order[0..norder) */
+    uint32_t norder, cap_order;
+    uint32_t *shares; /* per arg: back_first (relative), back_n, commit_first, commit_n */
+    uint32_t nargs, cap_shares;
+    size_t total;         /* host staging bytes */
+    uint64_t d2h_skipped; /* rstats.d2h_bytes_skipped the planning added */
+} stage_backplan;
+
 /* One runner's staging state, reused run after run: the plan of the current
  * run, and what outlives runs (host staging, the scratch pool; the residency
  * cache is the runner's, pointed to).  Device operations made through it are
@@ -175,6 +203,20 @@ typedef struct stage_plan {
     device_copy *batch; /* the one batched copy of a stage */
     uint32_t cap_batch;
     uint64_t direct_fetches; /* copy-backs fetched straight into the host (for tests) */
+    /* What the last planning of copy-back found (plan_fetch), for
+     * stage_backplan_keep: its first range in p->spans, the arg order's
+     * length, the staging bytes and the d2h bytes it skipped. */
+    uint32_t back_base, back_norder;
+    size_t back_total;
+    uint64_t back_skipped;
+    /* A replayed run's borrowed copy-back plan (stage_backplan_lend): its
+     * arrays are swapped into this plan until stage_backplan_return; NULL
+     * when copy-back plans for itself. */
+    stage_backplan *lent;
+    /* Per-task work of copy-back, counted for tests (never timed): written
+     * notes taken (a task's view, or a recorded one replayed) and notes
+     * planned (sorted, deduplicated, planned), over the plan's life. */
+    uint64_t note_work;
 } stage_plan;
 
 /* The runner's grow-only retained device buffer. */
@@ -245,9 +287,6 @@ int stage_resolve(const stage_plan *p, const hg_task_arg *ta, graph_targ *out, h
 /* Records that a task writes `view` of run arg `arg` (orchestration time):
  * only what tasks wrote comes back.  HG_ENOMEM. */
 int stage_note_written(stage_plan *p, uint32_t arg, const hg_tensor *view, hg_err *e);
-/* stage_note_written of a dense view's byte extent [lo, hi) (a recorded
- * note replayed). */
-int stage_note_written_range(stage_plan *p, uint32_t arg, size_t lo, size_t hi, hg_err *e);
 /* Written note k's strided view, or NULL when it is dense (its bytes are
  * p->written[k].lo..hi of arg p->written[k].arg). */
 const hg_tensor *stage_written_view(const stage_plan *p, uint32_t k);
@@ -267,6 +306,22 @@ int stage_copy_back(stage_plan *p, hg_device *dev, hg_err *e);
  * writes; cannot fail).  *norder is the fetch's, for the commit. */
 int stage_copy_back_fetch(stage_plan *p, hg_device *dev, uint32_t *norder, hg_err *e);
 void stage_copy_back_commit(stage_plan *p, uint32_t norder);
+
+/* The copy-back plan for replay (backplan.c).  stage_backplan_keep: after
+ * a successful copy-back that planned for itself, its plan moves into *bp
+ * (the notes, views and commit items by an O(1) exchange of arrays, the
+ * ranges and the args' shares copied: O(ranges + args)), replacing what *bp
+ * held.  HG_ENOMEM leaves *bp invalid.  stage_backplan_lend: a replayed
+ * run's bound plan takes *bp's plan instead of noting written views (O(1)
+ * for the arrays, O(ranges + args) for the rest); copy-back then fetches
+ * and commits without planning.  stage_backplan_return gives the arrays
+ * back (a no-op when none were lent): call it once copy-back is over or
+ * skipped, before *bp may be freed. */
+int stage_backplan_keep(stage_plan *p, stage_backplan *bp);
+int stage_backplan_lend(stage_plan *p, stage_backplan *bp, hg_err *e);
+void stage_backplan_return(stage_plan *p);
+void stage_backplan_free(stage_backplan *bp);
+uint64_t stage_backplan_bytes(const stage_backplan *bp);
 
 /* For a batch built arg by arg, ranges_of(arg) entries each: the name of
  * the arg that entry `index` (the one a batched copy failed at) belongs to. */
