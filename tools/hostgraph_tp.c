@@ -55,9 +55,19 @@ int tp_job_init(tp_job *job, MPI_Comm comm)
     memset(job, 0, sizeof *job);
     if (MPI_Comm_rank(comm, &rank) != MPI_SUCCESS || MPI_Comm_size(comm, &size) != MPI_SUCCESS)
         return HG_EIO;
+    /* The ranks that share this host: a device index is per host. */
+    MPI_Comm host;
+    int local = 0;
+    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host) != MPI_SUCCESS)
+        return HG_EIO;
+    int lrc = MPI_Comm_rank(host, &local);
+    MPI_Comm_free(&host);
+    if (lrc != MPI_SUCCESS)
+        return HG_EIO;
     job->comm = comm;
     job->tp = (scene_tp){.rank = (uint32_t)rank,
                          .size = (uint32_t)size,
+                         .local_rank = (uint32_t)local,
                          .user = job,
                          .attach = tp_attach,
                          .detach = tp_detach,

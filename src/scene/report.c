@@ -213,6 +213,9 @@ static void write_ranks(FILE *f, const scene_report *r, int in)
         key(f, "rank");
         json_write_number(f, k);
         fputs(", ", f);
+        key(f, "device");
+        json_write_string(f, r->rank_devices + (size_t)k * SCENE_TP_SPEC);
+        fputs(", ", f);
         key(f, "rounds");
         fputs("[", f);
         for (uint32_t i = 0; i < r->nrounds; i++) {

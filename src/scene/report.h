@@ -47,7 +47,11 @@ typedef struct scene_report {
      * (the JSON's "ranks"); NULL and 0 otherwise. */
     const scene_round *rank_rounds;
     uint32_t nranks;
+    /* --tp, on rank 0: every rank's device (its normalized spec, `{rank}`
+     * filled in), SCENE_TP_SPEC bytes each; NULL otherwise. */
+    const char *rank_devices;
 } scene_report;
+#define SCENE_TP_SPEC 128
 
 /* Runs the rounds of one mode (runner.c): a new runner, the mode's args
  * (pin's setup), every round with its golden check; fills rep, whose rounds

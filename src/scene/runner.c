@@ -433,7 +433,12 @@ int scene_run_case(const scene_run_opts *o, hg_device *dev, scene_case *c)
  * the exit code after one line on o->err. */
 static int open_and_make(const scene_run_opts *o, hg_device **dev, scene_case **c, double *case_ms)
 {
-    const char *spec = o->device_spec != NULL ? o->device_spec : "sim";
+    char spec[SCENE_SPEC_MAX];
+    if (scene_device_spec_for_rank(o, spec, sizeof spec) != 0) {
+        fprintf(o->err, "hostgraph: --device '%s' is longer than %d bytes with {rank} filled in\n",
+                o->device_spec, SCENE_SPEC_MAX - 1);
+        return SCENE_EXIT_USAGE;
+    }
     char msg[256] = "";
     int rc = hg_device_open(spec, dev, msg, sizeof msg);
     if (rc != 0) {

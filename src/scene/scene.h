@@ -244,6 +244,9 @@ void scene_cancel_attach(scene_cancel *c, hg_runner *r);
  */
 struct scene_tp {
     uint32_t rank, size;
+    /* This rank's index among the ranks on its host (what `{rank}` in
+     * --device stands for: one device each on a host of several). */
+    uint32_t local_rank;
     void *user; /* the callbacks' first argument */
     /* Attaches runner r to the ranks (their failure agreement and
      * allreduces); detach undoes it before r closes. */
@@ -290,6 +293,12 @@ typedef struct scene_run_opts {
      * stop requests), and rank 0 reports every rank's rounds (tp.c). */
     const scene_tp *tp;
 } scene_run_opts;
+
+/* --device with {rank} (first occurrence) replaced by this rank's index on
+ * its host under --tp (`opencl:device={rank}`: one GPU per rank); as given
+ * otherwise ("sim" when none).  HG_ELIMIT when it does not fit n bytes. */
+#define SCENE_SPEC_MAX 512
+int scene_device_spec_for_rank(const scene_run_opts *o, char *out, size_t n);
 
 /* ------------------------------------------------------------ spread.c */
 

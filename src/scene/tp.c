@@ -23,6 +23,16 @@
 #include "scene/report.h"
 #include "scene/scene.h"
 
+int scene_device_spec_for_rank(const scene_run_opts *o, char *out, size_t n)
+{
+    const char *spec = o->device_spec != NULL ? o->device_spec : "sim";
+    const char *hole = scene_tp_on(o->tp) ? strstr(spec, "{rank}") : NULL;
+    int len = hole == NULL ? snprintf(out, n, "%s", spec)
+                           : snprintf(out, n, "%.*s%u%s", (int)(hole - spec), spec,
+                                      o->tp->local_rank, hole + strlen("{rank}"));
+    return len < 0 || (size_t)len >= n ? HG_ELIMIT : 0;
+}
+
 /* A rank's failure as one word: the lowest rank wins, its code rides along. */
 #define TP_NO_FAILURE INT64_MAX
 #define TP_CODES      256
@@ -86,6 +96,7 @@ static int64_t verdict_index(const char *golden)
 int scene_tp_gather(const scene_run_opts *o, scene_report *rep)
 {
     rep->rank_rounds = NULL;
+    rep->rank_devices = NULL;
     rep->nranks = 0;
     if (!scene_tp_on(o->tp))
         return 0;
@@ -93,7 +104,16 @@ int scene_tp_gather(const scene_run_opts *o, scene_report *rep)
     if (n > TP_MAX_RANKS)
         return HG_ELIMIT;
     scene_round *out = o->tp->rank == 0 ? calloc((size_t)n * per + 1, sizeof *out) : NULL;
-    int rc = o->tp->rank == 0 && out == NULL ? HG_ENOMEM : 0;
+    char *devs = o->tp->rank == 0 ? calloc(n, SCENE_TP_SPEC) : NULL;
+    int rc = o->tp->rank == 0 && (out == NULL || devs == NULL) ? HG_ENOMEM : 0;
+    /* Each rank's device first (a spec longer than SCENE_TP_SPEC - 1 is
+     * cut), through a stack buffer as the rounds below. */
+    char mydev[SCENE_TP_SPEC], alldev[TP_MAX_RANKS * SCENE_TP_SPEC];
+    snprintf(mydev, sizeof mydev, "%s", rep->device != NULL ? rep->device : "");
+    int drc = o->tp->gather(o->tp->user, mydev, sizeof mydev, alldev);
+    rc = rc != 0 ? rc : drc;
+    if (rc == 0 && devs != NULL)
+        memcpy(devs, alldev, (size_t)n * SCENE_TP_SPEC);
     /* One gather per round, from stack buffers, so that every rank makes
      * every call whatever memory it has: none is left waiting in one. */
     tp_round row[TP_MAX_RANKS];
@@ -109,11 +129,13 @@ int scene_tp_gather(const scene_run_opts *o, scene_report *rep)
     }
     if (rc != 0) {
         free(out);
+        free(devs);
         fprintf(o->err, "hostgraph: rank %u of %u: cannot gather the ranks' rounds: %s\n",
                 o->tp->rank, n, hg_strerror(rc));
         return rc;
     }
     rep->rank_rounds = out;
+    rep->rank_devices = devs;
     rep->nranks = out != NULL ? n : 0;
     return 0;
 }
@@ -121,6 +143,8 @@ int scene_tp_gather(const scene_run_opts *o, scene_report *rep)
 void scene_tp_free_ranks(scene_report *rep)
 {
     free((void *)rep->rank_rounds);
+    free((void *)rep->rank_devices);
     rep->rank_rounds = NULL;
+    rep->rank_devices = NULL;
     rep->nranks = 0;
 }

@@ -13,7 +13,9 @@
 #     CMake): qwen3_decode --tp 2 and --tp 4 pass golden, rank 0 alone prints
 #     the table and writes --json, whose "ranks" hold every rank's rounds
 #     with its net_bytes; a world of another size, or a tp that does not
-#     divide the heads, is a usage error naming --tp; SIGTERM to one rank
+#     divide the heads, is a usage error naming --tp; {rank} in --device is
+#     each rank's index on its host (the JSON's ranks name each device);
+#     a bad spec on one rank fails every rank; SIGTERM to one rank
 #     stops every rank after the same round (exit 130, "interrupted").
 #
 # usage: tp_test.sh PATH/TO/hostgraph      (HG_MPI_BUILT=ON|OFF in the environment)
@@ -85,6 +87,18 @@ for k, rank in enumerate(j["ranks"]):
 assert j["ranks"][0]["rounds"][1]["h2d_bytes"] == j["rounds"][1]["h2d_bytes"]
 PY
     done
+    # {rank} in --device: each rank's own spec, each named in "ranks".
+    expect_mpi "--device with {rank}: each rank its own device" 0 2 run qwen3_decode --rounds 2 \
+        --tp 2 --device 'sim:cores=1{rank}' --json "$TMP/dev.json"
+    check "--device with {rank}: the ranks' devices in the JSON" python3 - "$TMP/dev.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["device"] == "sim:cores=10", j["device"]
+assert [r["device"] for r in j["ranks"]] == ["sim:cores=10", "sim:cores=11"], j["ranks"]
+PY
+    expect_mpi "--device with {rank}: a rank's bad spec fails every rank" 2 2 run qwen3_decode \
+        --tp 2 --device 'sim:cores={rank}'
+    check "--device with {rank}: the bad spec is rank 0's" grep -q "device spec 'sim:cores=0'" "$TMP/err"
     expect_mpi "--tp 4 on 2 ranks is a usage error" 2 2 run qwen3_decode --tp 4
     check "--tp 4 on 2 ranks: says the job's size" \
         grep -q "^hostgraph: --tp 4: the MPI job has 2 ranks; run it under mpirun -np 4" "$TMP/err"
