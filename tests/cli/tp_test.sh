@@ -15,7 +15,9 @@
 #     with its net_bytes; a world of another size, or a tp that does not
 #     divide the heads, is a usage error naming --tp; {rank} in --device is
 #     each rank's index on its host (the JSON's ranks name each device);
-#     a bad spec on one rank fails every rank; SIGTERM to one rank
+#     a bad spec on one rank fails every rank; on the first OpenCL device
+#     (skipped, named, without one) --tp 2 passes and a later round moves
+#     the sim's bytes plus the allreduced range each way; SIGTERM to one rank
 #     stops every rank after the same round (exit 130, "interrupted").
 #
 # usage: tp_test.sh PATH/TO/hostgraph      (HG_MPI_BUILT=ON|OFF in the environment)
@@ -87,6 +89,35 @@ for k, rank in enumerate(j["ranks"]):
 assert j["ranks"][0]["rounds"][1]["h2d_bytes"] == j["rounds"][1]["h2d_bytes"]
 PY
     done
+    # --tp on the first OpenCL device (the allreduces as host steps): golden
+    # passes on every rank, net_bytes as on the sim, and a later round moves
+    # the sim's floor plus the allreduced range each way (2 layers x 2
+    # allreduces x 16 x 64 f32 partial sums = 16384 bytes, down to the host
+    # and back up).
+    cl=$("$HG" devices 2>/dev/null | grep -o '^opencl:platform=[0-9]*,device=[0-9]*' | head -n 1)
+    if [ -z "$cl" ]; then
+        echo "     skipped: no OpenCL platform (--tp on opencl)"
+        [ "${HG_REQUIRE_OPENCL:-0}" = 1 ] && bad "HG_REQUIRE_OPENCL=1 but no OpenCL device listed"
+    else
+        expect_mpi "--tp 2 --device $cl passes" 0 2 run qwen3_decode --rounds 2 --residency all \
+            --tp 2 --device "$cl" --json "$TMP/cl.json"
+        expect_mpi "--tp 2 on the sim, for its bytes" 0 2 run qwen3_decode --rounds 2 \
+            --residency all --tp 2 --json "$TMP/clsim.json"
+        check "--tp 2 on opencl: golden, net_bytes, and the floor plus the allreduced range" \
+            python3 - "$TMP/cl.json" "$TMP/clsim.json" <<'PY'
+import json, sys
+cl, sim = (json.load(open(p)) for p in sys.argv[1:3])
+staged = 2 * 2 * 16 * 64 * 4
+for k, (a, b) in enumerate(zip(cl["ranks"], sim["ranks"])):
+    assert a["device"].startswith("opencl:"), a["device"]
+    assert [r["golden"] for r in a["rounds"]] == ["pass", "pass"], (k, a["rounds"])
+    ra, rb = a["rounds"][1], b["rounds"][1]
+    assert ra["net_bytes"] == rb["net_bytes"] == 2 * 2 * 16 * 64 * 4, (ra, rb)
+    assert ra["h2d_bytes"] == rb["h2d_bytes"] + staged, (k, ra["h2d_bytes"], rb["h2d_bytes"])
+    assert ra["d2h_bytes"] == rb["d2h_bytes"] + staged, (k, ra["d2h_bytes"], rb["d2h_bytes"])
+PY
+    fi
+
     # {rank} in --device: each rank's own spec, each named in "ranks".
     expect_mpi "--device with {rank}: each rank its own device" 0 2 run qwen3_decode --rounds 2 \
         --tp 2 --device 'sim:cores=1{rank}' --json "$TMP/dev.json"
