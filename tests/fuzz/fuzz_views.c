@@ -153,7 +153,7 @@ static void pick_view(fz_in *in, hg_tensor *t, hg_hostbuf *hb)
 
 static void check_view(const hg_tensor *t)
 {
-    u128 rlo, rhi, count;
+    u128 rlo = 0, rhi = 0, count = 0;
     int want = ref_extent(t, &rlo, &rhi);
     size_t lo = 7, hi = 7, nbytes = 7;
     int rc = hg_tensor_extent(t, &lo, &hi);
