@@ -8,8 +8,8 @@
  * release kind, so that release returns run-owned memory to the pool and
  * never touches user-owned or resident memory.  Files: plan.c (classify,
  * layout), bind.c (resident args, publish), residency.c (the cache),
- * transfer.c (retained buffer, upload), copyback.c, scratch.c (pool,
- * release).
+ * transfer.c (retained buffer, upload), copyplan.c and copyback.c (copy
+ * back's plan, fetch and commit), scratch.c (pool, release).
  *
  * Address mapping: every tensor arg has a byte extent [lo, hi) in its buffer
  * and `dev_region`, the device address where byte `lo` lives during the run.
@@ -291,6 +291,25 @@ int stage_note_written(stage_plan *p, uint32_t arg, const hg_tensor *view, hg_er
  * p->written[k].lo..hi of arg p->written[k].arg). */
 const hg_tensor *stage_written_view(const stage_plan *p, uint32_t k);
 
+/* The view of written note w: its strided view, or NULL for a dense one. */
+static inline const hg_tensor *stage_note_view(const stage_plan *p, const stage_written *w)
+{
+    return w->strided == STAGE_NO_VIEW ? NULL : &p->strided[w->strided];
+}
+
+/* OUT and INOUT args with device memory of their own come back. */
+static inline bool stage_backs(const stage_arg *sa)
+{
+    return (sa->kind == STAGE_SLICE || sa->kind == STAGE_RESIDENT) && sa->copy_back;
+}
+
+/* Copy-back's plan (copyplan.c), before anything moves: the order of the
+ * args that come back (p->back_order, *norder of them, grouped by host
+ * buffer), each arg's merged fetch ranges (laid out back to back in host
+ * staging, *total bytes) and its commit items.  Allocates what it needs;
+ * HG_ENOMEM names the arg, and then nothing moved. */
+int stage_copy_back_plan(stage_plan *p, uint32_t *norder, size_t *total, hg_err *e);
+
 /* Copies back what the tasks wrote of each OUT/INOUT arg (copyback.c), all
  * or nothing: the written ranges land in host staging in one batched D2H,
  * and only when it all succeeded are the bytes the written views cover
@@ -333,6 +352,11 @@ int stage_batch_reserve(stage_plan *p, size_t n);
 
 /* Appends n spans to p->spans; the index of the first goes to *first. */
 int stage_spans_reserve(stage_plan *p, size_t n, uint32_t *first);
+
+/* Grows *arr (elements of `size` bytes, capacity *cap) to hold `need`, at
+ * least doubling; the plan's injected host fault applies.  HG_ENOMEM,
+ * leaving *arr as it was. */
+int stage_grow(stage_plan *p, void **arr, uint32_t *cap, size_t need, size_t size);
 
 /* Returns run-owned scratch to the pool (freeing pooled blocks this run did
  * not use), leaves retained, resident and user-owned memory alone, and
