@@ -34,7 +34,9 @@
  * The allocation table (alloc_table.h: sorted, first fit over the arena):
  *   - it is read (translate, copies) under the read lock from any thread,
  *     core threads included, and changed only under the write lock (taken
- *     through device.c's counting lock calls);
+ *     through device.c's counting lock calls), each change taking a new
+ *     version first; translate answers from its thread's cache of recent
+ *     allocations without the lock while the version is the one it cached;
  *   - a copy holds the read lock for its memcpy, so a concurrent free waits;
  *     a batch checks all its ranges before it copies any, under that one
  *     lock, so it moves all of them or none (device_copy_batch_whole).
@@ -51,6 +53,7 @@
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -106,6 +109,9 @@ typedef struct sim {
     uint64_t high_water; /* arena bytes ever handed out: what ASan may have poisoned */
     pthread_rwlock_t table_lock;
     alloc_table table; /* spans include the redzone */
+    /* The table's version: a new one (sim_versions) before every change,
+     * under the write lock.  What sim_translate's per-thread cache checks. */
+    atomic_uint_least64_t version;
     double link_gbps;
 
     pthread_mutex_t dispatch_lock; /* one run_cores caller at a time */
@@ -127,11 +133,61 @@ static unsigned char *sim_host(const sim *s, hg_devaddr a)
     return s->arena + (a - s->base);
 }
 
+/* Versions of every sim's table, process-wide: no two tables (of one device
+ * over time, or of two devices, even one opened where a closed one was)
+ * ever share a version, so a cache entry never matches another table. */
+static atomic_uint_least64_t sim_versions = 1;
+
+/* Called under the write lock, before the table changes. */
+static void sim_table_changes(sim *s)
+{
+    atomic_store_explicit(&s->version, atomic_fetch_add(&sim_versions, 1) + 1,
+                          memory_order_release);
+}
+
+/* Translation runs once per task arg on the core threads, and a read lock
+ * of the shared table per arg costs a cache line bouncing between cores.
+ * So each thread keeps the last SIM_TCACHE allocations it translated, each
+ * stamped with the table's version at its (locked) lookup.  An entry whose
+ * stamp is the table's version now was live when that version was loaded,
+ * and still is at that instant: the answer a locked lookup then would give.
+ * (Neither path keeps an allocation live after it returns: freeing memory a
+ * running graph uses is the caller's error either way.)  A miss takes the
+ * read lock. */
+#define SIM_TCACHE 4
+
+typedef struct sim_tcache_entry {
+    uint64_t version; /* 0: empty (versions start at 2) */
+    hg_devaddr addr;
+    size_t size;
+} sim_tcache_entry;
+
+static _Thread_local sim_tcache_entry sim_tcache[SIM_TCACHE];
+static _Thread_local unsigned sim_tcache_next;
+
+/* True if [addr, addr+bytes) lies in [base, base+size) (bytes 0: addr may
+ * be one past its end), as alloc_table_lookup decides. */
+static bool sim_in(hg_devaddr base, size_t size, hg_devaddr addr, size_t bytes)
+{
+    return addr >= base && addr - base <= size && bytes <= size - (size_t)(addr - base);
+}
+
 static void *sim_translate(void *state, hg_devaddr addr, size_t bytes)
 {
     sim *s = state;
+    const uint64_t now = atomic_load_explicit(&s->version, memory_order_acquire);
+    for (unsigned i = 0; i < SIM_TCACHE; i++) {
+        const sim_tcache_entry *c = &sim_tcache[i];
+        if (c->version == now && sim_in(c->addr, c->size, addr, bytes))
+            return sim_host(s, addr);
+    }
     device_rwlock_rdlock(&s->table_lock);
     const alloc_entry *e = alloc_table_lookup(&s->table, addr, bytes);
+    if (e != NULL) {
+        sim_tcache[sim_tcache_next] = (sim_tcache_entry){
+            atomic_load_explicit(&s->version, memory_order_relaxed), e->addr, e->size};
+        sim_tcache_next = (sim_tcache_next + 1) % SIM_TCACHE;
+    }
     void *p = e ? sim_host(s, addr) : NULL;
     device_rwlock_unlock(&s->table_lock);
     return p;
@@ -161,6 +217,7 @@ static int sim_malloc(void *state, size_t bytes, bool user, hg_devaddr *out)
     const alloc_entry want = {.size = bytes, .span = sim_span(bytes), .user = user};
     int rc = HG_EDEVMEM;
     device_rwlock_wrlock(&s->table_lock);
+    sim_table_changes(s);
     const alloc_entry *e = alloc_table_insert(&s->table, &want);
     if (e != NULL) {
         if (e->addr + e->span - s->base > s->high_water)
@@ -188,6 +245,7 @@ static int sim_free(void *state, hg_devaddr addr, bool user, size_t *bytes)
     sim *s = state;
     int rc = HG_ENOTFOUND;
     device_rwlock_wrlock(&s->table_lock);
+    sim_table_changes(s);
     const alloc_entry *e = alloc_table_at(&s->table, addr);
     alloc_entry gone;
     if (e != NULL && e->user == user && alloc_table_remove(&s->table, addr, &gone)) {
@@ -468,6 +526,8 @@ static int sim_open(device_config *cfg, void **state)
         return HG_ENOMEM;
     }
     alloc_table_init(&s->table, s->base, s->arena_bytes);
+    atomic_init(&s->version, 0);
+    sim_table_changes(s);
     *state = s;
     return 0;
 }

@@ -212,6 +212,91 @@ TEST(cores_translate_concurrently)
     hg_device_close(dev);
 }
 
+/* Translation answers from its thread's cache of recent allocations while
+ * the table is unchanged: every change (a free, an allocation at the freed
+ * address, another device at the same place) shows at once. */
+TEST(translate_sees_every_table_change)
+{
+    hg_device *dev = test_device_open("sim:cores=1");
+    ASSERT(dev != NULL);
+    hg_devaddr a, b, c;
+    ASSERT_OK(hg_devbuf_malloc(dev, 4096, &a));
+    ASSERT_OK(hg_devbuf_malloc(dev, 4096, &b));
+    unsigned char *pa = device_translate(dev, a, 4096), *pb = device_translate(dev, b, 10);
+    ASSERT(pa != NULL && pb != NULL);
+    ASSERT(device_translate(dev, a + 100, 3996) == pa + 100); /* from the cache */
+    ASSERT(device_translate(dev, a + 100, 3997) == NULL);
+    ASSERT(device_translate(dev, a + 4096, 0) == pa + 4096);
+    ASSERT_OK(hg_devbuf_free(dev, a));
+    ASSERT(device_translate(dev, a, 1) == NULL);
+    ASSERT(device_translate(dev, b, 4096) == pb); /* b is still live */
+    ASSERT_OK(hg_devbuf_malloc(dev, 100, &c));    /* first fit: a's place */
+    ASSERT_UEQ(c, a);
+    ASSERT(device_translate(dev, c, 100) == pa);
+    ASSERT(device_translate(dev, c, 101) == NULL); /* the new, smaller size */
+    /* A second device: none of the first's cached allocations is its own. */
+    hg_device *other = test_device_open("sim:cores=1");
+    ASSERT(other != NULL);
+    ASSERT(device_translate(other, c, 1) == NULL);
+    ASSERT(device_translate(other, b, 1) == NULL);
+    hg_device_close(other);
+    hg_device_close(dev);
+    /* A device opened after one closed: nothing the closed one cached. */
+    for (int i = 0; i < 3; i++) {
+        dev = test_device_open("sim:cores=1");
+        ASSERT(dev != NULL);
+        ASSERT_OK(hg_devbuf_malloc(dev, 4096, &a));
+        ASSERT(device_translate(dev, a, 4096) != NULL);
+        ASSERT(device_translate(dev, a + 4096, 1) == NULL);
+        hg_device_close(dev);
+    }
+}
+
+typedef struct churn_job {
+    hg_device *dev;
+    hg_devaddr buf;
+    int failed;
+} churn_job;
+
+/* Each core translates the one live buffer many times. */
+static void translate_many(void *ctx, uint32_t core, hg_core_type type)
+{
+    (void)core;
+    (void)type;
+    churn_job *job = ctx;
+    for (int i = 0; i < 1000; i++)
+        if (device_translate(job->dev, job->buf + (size_t)(i % 64), 64) == NULL)
+            __atomic_store_n(&job->failed, 1, __ATOMIC_RELAXED);
+}
+
+/* Another thread allocates and frees while the cores translate (TSan sees
+ * the cache and the table's versions): a live buffer always translates. */
+static void *churn(void *arg)
+{
+    hg_device *dev = arg;
+    for (int i = 0; i < 200; i++) {
+        hg_devaddr x;
+        if (hg_devbuf_malloc(dev, 1000 + (size_t)i, &x) == 0)
+            hg_devbuf_free(dev, x);
+    }
+    return NULL;
+}
+
+TEST(translate_while_another_thread_allocates)
+{
+    hg_device *dev = test_device_open("sim:cores=2,mem=64M");
+    ASSERT(dev != NULL);
+    churn_job job = {.dev = dev};
+    ASSERT_OK(hg_devbuf_malloc(dev, 4096, &job.buf));
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, churn, dev), 0);
+    for (int round = 0; round < 20; round++)
+        device_run_cores(dev, translate_many, &job);
+    pthread_join(t, NULL);
+    ASSERT_EQ(job.failed, 0);
+    hg_device_close(dev);
+}
+
 TEST(open_close_many_times)
 {
     for (int i = 0; i < 40; i++) {
