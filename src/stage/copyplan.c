@@ -192,14 +192,26 @@ static int extent_cmp(const void *a, const void *b)
     return c ? c : cmp_size(x->strided != STAGE_NO_VIEW, y->strided != STAGE_NO_VIEW);
 }
 
-/* Sorts the notes by written_cmp: by extent, then the few strided views of
- * one extent among themselves (insertion sort: such ties are rare and
+/* True when the notes already come in extent_cmp's order: one pass. */
+static bool written_in_order(const stage_plan *p)
+{
+    for (uint32_t i = 1; i < p->nwritten; i++)
+        if (extent_cmp(&p->written[i - 1], &p->written[i]) > 0)
+            return false;
+    return true;
+}
+
+/* Sorts the notes by written_cmp: by extent (no sort when tasks wrote in
+ * address order, the common case: O(W) then), then the few strided views
+ * of one extent among themselves (insertion sort: such ties are rare and
  * short; k of them cost O(k^2)). */
 static void written_sort(stage_plan *p)
 {
     stage_written *w = p->written;
-    if (p->nwritten > 1) /* qsort takes no NULL, even for 0 items */
+    if (p->nwritten > 1 && !written_in_order(p)) { /* qsort takes no NULL */
         qsort(w, p->nwritten, sizeof *w, extent_cmp);
+        p->plan_sorted += p->nwritten;
+    }
     for (uint32_t i = 1; p->nstrided > 1 && i < p->nwritten; i++) {
         stage_written x = w[i];
         uint32_t j = i;

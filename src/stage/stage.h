@@ -221,6 +221,7 @@ typedef struct stage_plan {
      * over the plan's life (for tests: tiles that join into one view are
      * planned without walking any). */
     uint64_t plan_runs;
+    uint64_t plan_sorted; /* notes that planning had to sort (not in order) */
 } stage_plan;
 
 /* The runner's grow-only retained device buffer. */
