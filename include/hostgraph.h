@@ -740,7 +740,10 @@ void hg_runner_set_poison_scratch(hg_runner *r, bool on);
  *     view's gaps keep their host bytes.  It is all or nothing: everything
  *     is planned (every host allocation made) and lands in host staging
  *     first, in one batched copy, and reaches the host buffers only when
- *     every range succeeded, each written byte copied to the host once
+ *     every range succeeded (or, when the fetched ranges are exactly the
+ *     bytes the tasks wrote and the device's batched copy moves every
+ *     range or none, as the sim's does, it lands straight in the host
+ *     buffers in one such copy), each written byte copied to the host once
  *     however many tasks wrote it; then each written buffer's generation
  *     moves on once (one write step per buffer per run).  A strided written
  *     view crosses the link as its whole extent or one range per contiguous

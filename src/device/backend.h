@@ -98,6 +98,10 @@ typedef struct device_ops {
     /* Optional (NULL: device.c copies range by range): copies the ranges,
      * all validated already; empty ranges are skipped. */
     int (*copy_batch)(void *state, bool to_device, const device_copy *list, size_t n);
+    /* True when copy_batch is all or nothing: it checks every range (under
+     * the lock that keeps them live) before it copies any, and fails only
+     * at that check (HG_ERANGE, nothing moved): device_copy_batch_whole. */
+    bool copy_batch_whole;
     /* Sets every byte of the device range to `value` on the device (no copy
      * crosses the link).  HG_ERANGE as for copies. */
     int (*fill)(void *state, hg_devaddr dst, int value, size_t bytes);

@@ -17,7 +17,8 @@
  *     exact even while other runners use the device;
  *   - an armed fault counts every allocation / copy that passed argument and
  *     range validation, the runtime's and the user's alike; the k-th fails
- *     once, doing nothing, and the fault disarms itself;
+ *     once, doing nothing, and the fault disarms itself (an all-or-nothing
+ *     batch that holds the k-th copy does nothing at all);
  *   - counters and fault state change only under dev->lock, so several
  *     threads may share a device;
  *   - an allocation takes the lock twice, briefly: to count its fault and
@@ -347,13 +348,16 @@ static bool device_range_live(hg_device *dev, hg_devaddr addr, size_t bytes)
 
 /* Validates every range of a batch (nothing moves unless all are valid) and
  * counts the armed copy fault across its non-empty ranges.  Returns
- * HG_EINVAL / HG_ERANGE, or 0 with *ok the number of leading ranges that may
- * go ahead (n unless the fault fires inside the batch). */
+ * HG_EINVAL / HG_ERANGE with *ok the first invalid range, or 0 with *ok the
+ * number of leading ranges that may go ahead (n unless the fault fires
+ * inside the batch). */
 static int device_batch_begin(hg_device *dev, const device_copy *list, size_t n, size_t *ok)
 {
+    *ok = 0;
     if (dev == NULL || (list == NULL && n != 0))
         return HG_EINVAL;
     for (size_t i = 0; i < n; i++) {
+        *ok = i;
         if (list[i].bytes == 0)
             continue;
         if (list[i].host == NULL)
@@ -428,6 +432,39 @@ int device_copy_batch(hg_device *dev, bool to_device, const device_copy *list, s
     if (done != NULL)
         *done = ok;
     return ok < n ? HG_ECOPY : 0;
+}
+
+bool device_batch_whole(const hg_device *dev)
+{
+    return dev != NULL && dev->ops->copy_batch != NULL && dev->ops->copy_batch_whole;
+}
+
+/* The fault is decided for the whole batch before the backend sees it, and
+ * the backend checks every range before it copies any: so a failure at any
+ * range, injected or not, leaves every destination byte as it was. */
+int device_copy_batch_whole(hg_device *dev, bool to_device, const device_copy *list, size_t n,
+                            hg_device_counters *tally, size_t *at)
+{
+    size_t ok = 0;
+    if (at != NULL)
+        *at = 0;
+    if (dev == NULL)
+        return HG_EINVAL;
+    if (!device_batch_whole(dev))
+        return HG_EUNSUPPORTED;
+    int rc = device_batch_begin(dev, list, n, &ok);
+    if (rc == 0 && ok < n)
+        rc = HG_ECOPY;
+    if (rc != 0) {
+        if (at != NULL)
+            *at = ok;
+        return rc;
+    }
+    rc = dev->ops->copy_batch(dev->state, to_device, list, n);
+    if (rc != 0)
+        return rc;
+    device_batch_count(dev, to_device, list, n, tally);
+    return 0;
 }
 
 /* A zero-byte copy moves nothing: it succeeds without counting (a non-NULL

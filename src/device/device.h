@@ -51,6 +51,26 @@ typedef struct device_copy {
 int device_copy_batch(hg_device *dev, bool to_device, const device_copy *list, size_t n,
                       hg_device_counters *tally, size_t *done);
 
+/* Whether dev's batches can be all or nothing (device_copy_batch_whole): a
+ * host-memory device (the sim) checks every range of a batch before it
+ * copies any, and a checked copy cannot fail.  A queue device (OpenCL)
+ * makes no such promise: its copies are commands that can fail one by one. */
+bool device_batch_whole(const hg_device *dev);
+
+/* device_copy_batch, all or nothing, on a device with device_batch_whole:
+ * every range is validated (HG_EINVAL, HG_ERANGE) and the armed copy fault
+ * counted over all the batch's non-empty ranges, one each, as
+ * device_copy_batch counts them, BEFORE any byte moves.  A fault that fires
+ * on any range of the batch fails all of it (HG_ECOPY; the fault disarms
+ * as ever): no byte moves and nothing is counted.  On success every range
+ * moved and counts as device_copy_batch's do.  HG_EUNSUPPORTED (nothing
+ * moves, no fault counted) on a device without device_batch_whole.  *at
+ * (may be NULL) gets the range a failure is blamed on: the invalid range,
+ * or the one the fault fired on (0 if the backend's own check failed: a
+ * range freed meanwhile). */
+int device_copy_batch_whole(hg_device *dev, bool to_device, const device_copy *list, size_t n,
+                            hg_device_counters *tally, size_t *at);
+
 /* Sets `bytes` device bytes at dst to `value` on the device itself: no copy
  * crosses the link and none is counted.  HG_ERANGE unless the range lies in
  * one live allocation. */

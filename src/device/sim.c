@@ -35,7 +35,9 @@
  *   - it is read (translate, copies) under the read lock from any thread,
  *     core threads included, and changed only under the write lock (taken
  *     through device.c's counting lock calls);
- *   - a copy holds the read lock for its memcpy, so a concurrent free waits.
+ *   - a copy holds the read lock for its memcpy, so a concurrent free waits;
+ *     a batch checks all its ranges before it copies any, under that one
+ *     lock, so it moves all of them or none (device_copy_batch_whole).
  *
  * Cores.  ncores persistent threads park on a condvar.  device_run_cores bumps
  * an epoch; each core runs the function once per epoch and the caller waits
@@ -260,20 +262,21 @@ static int sim_copy_from(void *state, void *dst, hg_devaddr src, size_t bytes)
 
 /* A batch: every range under one read lock, and the link model applied to
  * the batch's total bytes (one transfer's worth of setup, as a real
- * backend's single batch of async copies would have). */
+ * backend's single batch of async copies would have).  All or nothing
+ * (copy_batch_whole): every range is looked up before any is copied, under
+ * the same lock, so no free can come between the check and the memcpys. */
 static int sim_copy_batch(void *state, bool to_device, const device_copy *list, size_t n)
 {
     sim *s = state;
     uint64_t start = clock_now_ns(), total = 0;
     int rc = 0;
     device_rwlock_rdlock(&s->table_lock);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if (list[i].bytes != 0 && alloc_table_lookup(&s->table, list[i].dev, list[i].bytes) == NULL)
+            rc = HG_ERANGE;
     for (size_t i = 0; i < n && rc == 0; i++) {
         if (list[i].bytes == 0)
             continue;
-        if (alloc_table_lookup(&s->table, list[i].dev, list[i].bytes) == NULL) {
-            rc = HG_ERANGE;
-            break;
-        }
         unsigned char *dev = sim_host(s, list[i].dev);
         if (to_device)
             memcpy(dev, list[i].host, list[i].bytes);
@@ -479,6 +482,7 @@ const device_ops device_sim_ops = {
     .copy_to = sim_copy_to,
     .copy_from = sim_copy_from,
     .copy_batch = sim_copy_batch,
+    .copy_batch_whole = true,
     .fill = sim_fill,
     .translate = sim_translate,
     .find_alloc = sim_find_alloc,

@@ -13,10 +13,11 @@
  *      step with every range fetched into it logged.  The commit allocates
  *      nothing and cannot fail.
  * The extra host memcpy that buys all or nothing is avoided where a failure
- * cannot leave a half-written host byte (direct_arg): one range that is
- * exactly what the tasks wrote, on a device whose copy of one range writes
- * all of it or none, lands straight in the host buffer.  That is the
- * common large case (a whole output tensor).  Splitting the commit across
+ * cannot leave a half-written host byte (direct_ok): when every arg's
+ * fetched ranges are exactly what its tasks wrote, and the device copies a
+ * batch all or nothing (device_batch_whole: the sim; OpenCL stages), every
+ * range lands straight in its host buffer in one batch and the commit only
+ * takes the write steps.  Splitting the commit across
  * the device's idle core threads was measured instead and lost: waking
  * them cost milliseconds on a loaded 2-CPU host (docs/PERFORMANCE.md).
  * A failure before the commit (planning, staging, fetch) changes no host
@@ -123,8 +124,10 @@ int stage_batch_reserve(stage_plan *p, size_t n)
     return stage_grow(p, (void **)&p->batch, &p->cap_batch, n, sizeof *p->batch);
 }
 
-/* The one batched D2H of every planned range; names the arg of a failure. */
-static int fetch(stage_plan *p, hg_device *dev, hg_err *e)
+/* The one batched D2H of every planned range, into host staging, or with
+ * `direct` straight into the host buffers as one all-or-nothing batch;
+ * names the arg of a failure. */
+static int fetch(stage_plan *p, hg_device *dev, bool direct, hg_err *e)
 {
     size_t n = 0;
     for (uint32_t i = 0; i < p->nargs; i++)
@@ -132,18 +135,26 @@ static int fetch(stage_plan *p, hg_device *dev, hg_err *e)
     if (stage_batch_reserve(p, n) != 0)
         return err_set(e, HG_ENOMEM, "copy back: cannot plan %zu copies", n);
     n = 0;
+    uint64_t bytes = 0;
     for (uint32_t i = 0; i < p->nargs; i++) {
         const stage_arg *sa = &p->args[i];
         for (uint32_t k = sa->back_first; stage_backs(sa) && k < sa->back_first + sa->back_n; k++) {
             const hg_range *s = &p->spans[k];
-            p->batch[n++] = (device_copy){p->staging + p->span_staging[k],
-                                          sa->dev_region + (s->lo - sa->lo), s->hi - s->lo};
+            unsigned char *to = direct ? (unsigned char *)hg_hostbuf_data(sa->tensor.host) + s->lo
+                                       : p->staging + p->span_staging[k];
+            p->batch[n++] = (device_copy){to, sa->dev_region + (s->lo - sa->lo), s->hi - s->lo};
+            bytes += s->hi - s->lo;
         }
     }
     size_t done = 0;
     const uint64_t t0 = clock_now_ns();
-    int rc = device_copy_batch(dev, false, p->batch, n, p->tally, &done);
+    int rc = direct ? device_copy_batch_whole(dev, false, p->batch, n, p->tally, &done)
+                    : device_copy_batch(dev, false, p->batch, n, p->tally, &done);
     p->rstats.d2h_ns += clock_now_ns() - t0;
+    if (rc == 0 && direct) {
+        p->rstats.committed_bytes += bytes;
+        p->direct_fetches++;
+    }
     if (rc == 0)
         return 0;
     const char *name = stage_batch_arg(p, done, fetch_ranges);
@@ -230,24 +241,16 @@ static int count_run(void *ctx, size_t offset, size_t len)
     return 0;
 }
 
-/* The arg whose one fetched range is exactly what its commit items cover
- * (the bytes its tasks wrote), when that is all copy-back moves, and the device copies one range
- * with one memcpy after checking it (a host-memory device: the sim), so its copy either writes
- * every byte or fails before writing any: then it may land straight in the host buffer, all or
- * nothing still, without the commit's second memcpy.  NULL otherwise (several ranges: a batch
- * failing at its k-th range would leave the first k written; a queue device's copy makes no such
- * promise; verify mode shadows what lands in staging). */
-static stage_arg *direct_arg(stage_plan *p, hg_device *dev, uint32_t norder)
+/* True when sa's commit items cover its fetched ranges exactly: the items
+ * are disjoint and each lies inside one range, so they do when their bytes
+ * add up to the ranges' (bgemm's C: 256 tile views, one range).  A gap the
+ * fetch spans but no task wrote (a strided view fetched by its extent,
+ * views merged across a small hole) makes them fall short. */
+static bool commits_cover(const stage_plan *p, const stage_arg *sa)
 {
-    if (norder != 1 || p->verify || device_runs_queue(dev))
-        return NULL;
-    stage_arg *sa = &p->args[p->back_order[0]];
-    if (sa->back_n != 1)
-        return NULL;
-    /* The items are disjoint and inside the range: they cover it exactly
-     * when their bytes add up to it (bgemm's C: 256 tile views, one range). */
-    const hg_range *s = &p->spans[sa->back_first];
-    size_t bytes = 0;
+    size_t fetched = 0, bytes = 0;
+    for (uint32_t k = sa->back_first; k < sa->back_first + sa->back_n; k++)
+        fetched += p->spans[k].hi - p->spans[k].lo;
     for (uint32_t i = sa->commit_first; i < sa->commit_first + sa->commit_n; i++) {
         const stage_commit *it = &p->commits[i];
         const hg_tensor *view =
@@ -255,32 +258,34 @@ static stage_arg *direct_arg(stage_plan *p, hg_device *dev, uint32_t norder)
         if (view == NULL || hg_tensor_is_dense(view))
             bytes += it->hi - it->lo;
         else if (tensor_for_each_run(view, count_run, &bytes) != 0)
-            return NULL;
+            return false;
     }
-    return bytes == s->hi - s->lo ? sa : NULL;
+    return bytes == fetched;
 }
 
-/* The one range of sa, device -> host buffer. */
-static int fetch_direct(stage_plan *p, hg_device *dev, const stage_arg *sa, hg_err *e)
+/* Whether every fetched range may land straight in its host buffer, all or
+ * nothing still, without the commit's second memcpy: when the device
+ * copies a batch all or nothing (device_batch_whole: a failure at its k-th
+ * range leaves the first k unwritten too; a queue device makes no such
+ * promise) and each arg's fetched ranges are exactly the bytes its commit
+ * would write (a gap would be overwritten with device bytes no task wrote).
+ * Never in verify mode, which shadows what lands in staging.  Args of one
+ * host buffer never overlap (plan.c refuses written overlaps), so the
+ * batch's order among them does not matter. */
+static bool direct_ok(const stage_plan *p, hg_device *dev, uint32_t norder)
 {
-    const hg_range *s = &p->spans[sa->back_first];
-    unsigned char *host = hg_hostbuf_data(sa->tensor.host);
-    const uint64_t t0 = clock_now_ns();
-    int rc = device_copy_from(dev, host + s->lo, sa->dev_region + (s->lo - sa->lo), s->hi - s->lo,
-                              p->tally);
-    p->rstats.d2h_ns += clock_now_ns() - t0;
-    if (rc != 0)
-        return err_set(e, rc, "arg '%s': device -> host copy back failed: %s", sa->name,
-                       hg_strerror(rc));
-    p->rstats.committed_bytes += s->hi - s->lo;
-    p->direct_fetches++;
-    return 0;
+    if (p->verify || !device_batch_whole(dev))
+        return false;
+    for (uint32_t k = 0; k < norder; k++)
+        if (!commits_cover(p, &p->args[p->back_order[k]]))
+            return false;
+    return true;
 }
 
-/* Plans and fetches; with direct_ok, the one range that may land straight in
- * the host buffer does (*direct: its arg), else everything goes to staging. */
-static int copy_back_fetch(stage_plan *p, hg_device *dev, bool direct_ok, uint32_t *norder,
-                           const stage_arg **direct, hg_err *e)
+/* Plans and fetches; with may_direct, every range lands straight in the
+ * host buffers when direct_ok (*direct), else everything goes to staging. */
+static int copy_back_fetch(stage_plan *p, hg_device *dev, bool may_direct, uint32_t *norder,
+                           bool *direct, hg_err *e)
 {
     size_t total = p->back_total;
     *norder = p->back_norder;
@@ -291,11 +296,11 @@ static int copy_back_fetch(stage_plan *p, hg_device *dev, bool direct_ok, uint32
         rc = stage_copy_back_plan(p, norder, &total, e);
     if (rc != 0)
         return rc;
-    *direct = direct_ok ? direct_arg(p, dev, *norder) : NULL;
-    if (*direct != NULL)
-        return fetch_direct(p, dev, *direct, e);
+    *direct = may_direct && direct_ok(p, dev, *norder);
+    if (*direct)
+        return fetch(p, dev, true, e);
     if ((rc = reserve_staging(p, total, e)) == 0)
-        rc = fetch(p, dev, e);
+        rc = fetch(p, dev, false, e);
     return rc;
 }
 
@@ -303,7 +308,7 @@ static int copy_back_fetch(stage_plan *p, hg_device *dev, bool direct_ok, uint32
  * them may still fail the run, and then no host byte may have changed. */
 int stage_copy_back_fetch(stage_plan *p, hg_device *dev, uint32_t *norder, hg_err *e)
 {
-    const stage_arg *direct;
+    bool direct;
     return copy_back_fetch(p, dev, false, norder, &direct, e);
 }
 
@@ -315,9 +320,9 @@ void stage_copy_back_commit(stage_plan *p, uint32_t norder)
 int stage_copy_back(stage_plan *p, hg_device *dev, hg_err *e)
 {
     uint32_t norder;
-    const stage_arg *direct;
+    bool direct;
     int rc = copy_back_fetch(p, dev, true, &norder, &direct, e);
     if (rc == 0)
-        commit(p, norder, direct != NULL);
+        commit(p, norder, direct);
     return rc;
 }

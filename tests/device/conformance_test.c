@@ -124,6 +124,30 @@ BACKEND_TEST(batches_move_every_range_and_count_one_call, "mem=64M")
     hg_devbuf_free(dev, b);
 }
 
+/* All-or-nothing batches are the sim's promise only: a queue device says
+ * it cannot make it, and its whole-batch call moves nothing and spends no
+ * fault. */
+BACKEND_TEST(whole_batches_are_promised_by_the_sim_only, "mem=64M")
+{
+    const bool sim = strcmp(backend, "sim") == 0;
+    ASSERT(device_batch_whole(dev) == sim);
+    hg_devaddr a;
+    ASSERT_OK(hg_devbuf_malloc(dev, 2048, &a));
+    char x[2048], back[2048];
+    memset(x, 'x', sizeof x);
+    memset(back, 0, sizeof back);
+    ASSERT_OK(hg_devbuf_copy_to(dev, a, x, sizeof x));
+    device_copy down[2] = {{back, a, 1000}, {back + 1000, a + 1000, 1048}};
+    ASSERT_OK(hg_device_inject_fault(dev, HG_FAULT_COPY, 2));
+    ASSERT_EQ(device_copy_batch_whole(dev, false, down, 2, NULL, NULL),
+              sim ? HG_ECOPY : HG_EUNSUPPORTED);
+    ASSERT_UEQ(back[0], 0);
+    ASSERT_UEQ(counters(dev).d2h_copies, 0);
+    if (!sim) /* the fault is still armed: the 2nd copy from here fails */
+        ASSERT_EQ(device_copy_batch(dev, false, down, 2, NULL, NULL), HG_ECOPY);
+    hg_devbuf_free(dev, a);
+}
+
 BACKEND_TEST(new_memory_is_poisoned_and_fill_sets_bytes, "mem=64M")
 {
     hg_devaddr a;

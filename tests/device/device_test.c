@@ -470,6 +470,59 @@ TEST(batched_copies_count_ranges_and_fault_inside)
     hg_device_close(dev);
 }
 
+/* An all-or-nothing batch (device_copy_batch_whole): the k-th copy set to
+ * fail, for every k inside the batch, fails all of it: no destination byte
+ * changes, no copy counts, the fault is spent and blamed on its range; a
+ * bad range is blamed too; then the same batch moves every range. */
+TEST(whole_batches_move_every_range_or_none)
+{
+    hg_device *dev = test_device_open("sim:cores=1");
+    ASSERT(dev != NULL);
+    ASSERT(device_batch_whole(dev));
+    hg_devaddr a;
+    ASSERT_OK(hg_devbuf_malloc(dev, 4096, &a));
+    unsigned char src[4096], back[4096];
+    for (int i = 0; i < 4096; i++)
+        src[i] = (unsigned char)(i * 5 + 1);
+    ASSERT_OK(hg_devbuf_copy_to(dev, a, src, sizeof src));
+    device_copy out[4] = {{back, a, 100},
+                          {back + 1000, a + 1000, 0}, /* empty: no copy, no fault */
+                          {back + 2000, a + 2000, 300},
+                          {back + 3000, a + 3000, 50}};
+    static const size_t range_of_copy[3] = {0, 2, 3};
+    hg_device_counters before, c;
+    for (uint64_t k = 1; k <= 3; k++) {
+        memset(back, 0xEE, sizeof back);
+        hg_device_counters_get(dev, &before);
+        ASSERT_OK(hg_device_inject_fault(dev, HG_FAULT_COPY, k));
+        size_t at = 99;
+        ASSERT_EQ(device_copy_batch_whole(dev, false, out, 4, NULL, &at), HG_ECOPY);
+        ASSERT_UEQ(at, range_of_copy[k - 1]);
+        for (size_t i = 0; i < sizeof back; i++)
+            ASSERT_UEQ(back[i], 0xEE);
+        hg_device_counters_get(dev, &c);
+        ASSERT(counters_equal(&before, &c));
+    }
+    size_t at = 99;
+    device_copy bad[2] = {{back, a, 10}, {back + 10, a + 4090, 10}};
+    ASSERT_EQ(device_copy_batch_whole(dev, false, bad, 2, NULL, &at), HG_ERANGE);
+    ASSERT_UEQ(at, 1);
+    ASSERT_UEQ(back[0], 0xEE);
+    hg_device_counters tally = {0};
+    ASSERT_OK(device_copy_batch_whole(dev, false, out, 4, &tally, &at)); /* the fault is spent */
+    for (size_t r = 0; r < 4; r++)
+        ASSERT(memcmp(out[r].host, src + (out[r].dev - a), out[r].bytes) == 0);
+    ASSERT_UEQ(back[1000], 0xEE);
+    hg_device_counters_get(dev, &c);
+    ASSERT_UEQ(c.d2h_copies - before.d2h_copies, 3);
+    ASSERT_UEQ(c.d2h_batches - before.d2h_batches, 1);
+    ASSERT_UEQ(c.d2h_bytes - before.d2h_bytes, 450);
+    ASSERT_UEQ(tally.d2h_copies, 3);
+    ASSERT_OK(device_copy_batch_whole(dev, true, out, 4, NULL, NULL)); /* either way */
+    ASSERT_EQ(device_copy_batch_whole(NULL, false, out, 4, NULL, NULL), HG_EINVAL);
+    hg_device_close(dev);
+}
+
 TEST(malloc_errors_and_capacity)
 {
     hg_device *dev = test_device_open("sim:cores=1,mem=2K");
