@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "hostgraph.h"
 
@@ -76,19 +77,28 @@ static double median_per_task(uint64_t *v, size_t ntasks)
 typedef struct series {
     hg_runner *r;
     uint64_t wall[REPS], bind[REPS], orch[REPS], exec[REPS], back[REPS], host[REPS];
+    uint64_t faults[REPS];              /* page faults of the whole run (getrusage minflt) */
+    uint64_t release[REPS], rest[REPS]; /* release; the run outside its timed stages */
     uint32_t replayed;
 } series;
 
 static int run_once(series *m, int i, const hg_callable *c, const hg_arg *args)
 {
     hg_run_stats s;
-    if (hg_runner_run(m->r, c, args, 2, &s) != 0) {
+    struct rusage u0, u1;
+    getrusage(RUSAGE_SELF, &u0);
+    int rc = hg_runner_run(m->r, c, args, 2, &s);
+    getrusage(RUSAGE_SELF, &u1);
+    m->faults[i] = (uint64_t)(u1.ru_minflt - u0.ru_minflt);
+    if (rc != 0) {
         fprintf(stderr, "run failed: %s\n", hg_runner_errmsg(m->r));
         return 3;
     }
     m->wall[i] = s.wall_ns, m->bind[i] = s.bind_ns, m->orch[i] = s.orch_ns;
     m->exec[i] = s.exec_ns, m->back[i] = s.copyback_ns;
     m->host[i] = s.wall_ns - s.exec_ns - s.h2d_ns - s.d2h_ns;
+    m->release[i] = s.release_ns;
+    m->rest[i] = s.wall_ns - s.bind_ns - s.orch_ns - s.exec_ns - s.copyback_ns - s.release_ns;
     m->replayed += s.replayed;
     return 0;
 }
@@ -102,8 +112,10 @@ static double print_series(series *m, const char *label, size_t nt)
            "host %.1f\n",
            label, w, median_per_task(m->bind, nt), o, median_per_task(m->exec, nt),
            median_per_task(m->back, nt), h);
-    printf("%sorchestrate / run: %.2f  (replayed %u of %d runs)\n", label, o / w, m->replayed,
-           REPS);
+    printf("%sorchestrate / run: %.2f  (replayed %u of %d runs)  page faults/task %.4f  release "
+           "%.1f  untimed %.1f\n",
+           label, o / w, m->replayed, REPS, median_per_task(m->faults, nt),
+           median_per_task(m->release, nt), median_per_task(m->rest, nt));
     return h;
 }
 

@@ -100,6 +100,7 @@ static int sink_run(void *ctx, size_t offset, size_t len)
 {
     run_sink *k = ctx;
     k->runs++;
+    k->p->plan_runs++;
     k->bytes += len;
     if (!k->push)
         return 0;
@@ -191,14 +192,26 @@ static int extent_cmp(const void *a, const void *b)
     return c ? c : cmp_size(x->strided != STAGE_NO_VIEW, y->strided != STAGE_NO_VIEW);
 }
 
-/* Sorts the notes by written_cmp: by extent, then the few strided views of
- * one extent among themselves (insertion sort: such ties are rare and
+/* True when the notes already come in extent_cmp's order: one pass. */
+static bool written_in_order(const stage_plan *p)
+{
+    for (uint32_t i = 1; i < p->nwritten; i++)
+        if (extent_cmp(&p->written[i - 1], &p->written[i]) > 0)
+            return false;
+    return true;
+}
+
+/* Sorts the notes by written_cmp: by extent (no sort when tasks wrote in
+ * address order, the common case: O(W) then), then the few strided views
+ * of one extent among themselves (insertion sort: such ties are rare and
  * short; k of them cost O(k^2)). */
 static void written_sort(stage_plan *p)
 {
     stage_written *w = p->written;
-    if (p->nwritten > 1) /* qsort takes no NULL, even for 0 items */
+    if (p->nwritten > 1 && !written_in_order(p)) { /* qsort takes no NULL */
         qsort(w, p->nwritten, sizeof *w, extent_cmp);
+        p->plan_sorted += p->nwritten;
+    }
     for (uint32_t i = 1; p->nstrided > 1 && i < p->nwritten; i++) {
         stage_written x = w[i];
         uint32_t j = i;
@@ -219,6 +232,50 @@ static void written_dedupe(stage_plan *p)
         if (w->lo == w->hi || (k > 0 && same_view(p, &p->written[k - 1], w)))
             continue;
         p->written[k++] = *w;
+    }
+    p->nwritten = k;
+}
+
+/* Joins note b into note a (both of one arg, a first in the sorted order)
+ * when their union is one view: two byte ranges that touch or overlap, or
+ * two strided views where b continues a along one dim (tensor_join).  A
+ * join that comes out dense drops the view.  True if joined. */
+static bool join_notes(stage_plan *p, stage_written *a, const stage_written *b)
+{
+    if (a->arg != b->arg)
+        return false;
+    const hg_tensor *va = stage_note_view(p, a), *vb = stage_note_view(p, b);
+    if (va == NULL || vb == NULL) {
+        if (va != NULL || vb != NULL || b->lo > a->hi)
+            return false;
+        a->hi = b->hi > a->hi ? b->hi : a->hi;
+        return true;
+    }
+    hg_tensor joined;
+    size_t lo, hi;
+    if (!tensor_join(va, vb, &joined) || hg_tensor_extent(&joined, &lo, &hi) != 0)
+        return false;
+    if (hg_tensor_is_dense(&joined))
+        a->strided = STAGE_NO_VIEW; /* its slot in p->strided is left unused */
+    else
+        p->strided[a->strided] = joined; /* each note has a slot of its own */
+    a->lo = lo;
+    a->hi = hi;
+    return true;
+}
+
+/* Joins neighbouring notes whose union is one view (p->written sorted and
+ * deduplicated): the tiles of a row of C become one strided view, a whole
+ * row of tiles one dense range, the rows of tiles one range, so planning
+ * walks no tile's runs.  One pass with a stack, O(W); the joined notes keep
+ * the order by start (a join keeps a's start, the smaller). */
+static void written_join(stage_plan *p)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < p->nwritten; i++) {
+        p->written[k++] = p->written[i];
+        while (k > 1 && join_notes(p, &p->written[k - 2], &p->written[k - 1]))
+            k--;
     }
     p->nwritten = k;
 }
@@ -392,6 +449,7 @@ int stage_copy_back_plan(stage_plan *p, uint32_t *norder, size_t *total, hg_err 
     const uint64_t skipped = p->rstats.d2h_bytes_skipped;
     written_sort(p);
     written_dedupe(p);
+    written_join(p);
     if (plan_order(p, norder) != 0)
         return err_set(e, HG_ENOMEM, "copy back: cannot plan the order of %u args", p->nargs);
     for (uint32_t i = 0; i < p->nargs; i++)

@@ -217,6 +217,11 @@ typedef struct stage_plan {
      * notes taken (a task's view, or a recorded one replayed) and notes
      * planned (sorted, deduplicated, planned), over the plan's life. */
     uint64_t note_work;
+    /* Contiguous runs of written views that copy-back's planning walked,
+     * over the plan's life (for tests: tiles that join into one view are
+     * planned without walking any). */
+    uint64_t plan_runs;
+    uint64_t plan_sorted; /* notes that planning had to sort (not in order) */
 } stage_plan;
 
 /* The runner's grow-only retained device buffer. */

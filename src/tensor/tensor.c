@@ -488,3 +488,34 @@ bool tensor_same_layout(const hg_tensor *a, const hg_tensor *b)
             return false;
     return true;
 }
+
+bool tensor_join(const hg_tensor *a, const hg_tensor *b, hg_tensor *out)
+{
+    const uint32_t n = a->ndims;
+    if (a->dtype != b->dtype || n != b->ndims || n == 0 || n > HG_MAX_DIMS)
+        return false;
+    uint32_t differs = n; /* the one dim whose shapes differ, if any */
+    for (uint32_t d = 0; d < n; d++) {
+        if (a->strides[d] != b->strides[d])
+            return false;
+        if (a->shape[d] != b->shape[d]) {
+            if (differs != n)
+                return false;
+            differs = d;
+        }
+    }
+    const uint32_t first = differs == n ? 0 : differs, last = differs == n ? n : differs + 1;
+    for (uint32_t d = first; d < last; d++) {
+        size_t step, next, grown, lo, hi;
+        if (!ck_mul(a->shape[d], a->strides[d], &step) || !ck_add(a->offset, step, &next) ||
+            next != b->offset || !ck_add(a->shape[d], b->shape[d], &grown))
+            continue;
+        hg_tensor t = *a;
+        t.shape[d] = grown;
+        if (hg_tensor_extent(&t, &lo, &hi) != 0)
+            return false;
+        *out = t;
+        return true;
+    }
+    return false;
+}

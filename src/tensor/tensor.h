@@ -29,6 +29,12 @@ bool tensor_runs_in_order(const hg_tensor *t);
 /* True when a and b have the same layout: dtype, ndims, offset, and each
  * used dim's shape and stride (their buffers are the caller's to compare). */
 bool tensor_same_layout(const hg_tensor *a, const hg_tensor *b);
+/* True when b continues a along one dim: same dtype, ndims and strides,
+ * equal shapes but in that dim, and b's offset where a's elements would go
+ * on along it.  *out is then a grown along that dim, whose elements are
+ * exactly a's and b's (side-by-side tiles of a row are one view of the
+ * row).  O(ndims); false when out's extent would overflow. */
+bool tensor_join(const hg_tensor *a, const hg_tensor *b, hg_tensor *out);
 
 /* True if byte regions [alo, ahi) and [blo, bhi) intersect (empty never does). */
 static inline bool region_overlap(size_t alo, size_t ahi, size_t blo, size_t bhi)

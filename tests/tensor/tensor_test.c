@@ -475,6 +475,66 @@ TEST(for_each_run_matches_byte_map)
     }
 }
 
+/* Both views' bytes must be exactly the joined view's. */
+static bool join_is_exact(const hg_tensor *x, const hg_tensor *y, const hg_tensor *j)
+{
+    static unsigned char want[MAP_BYTES], got[MAP_BYTES];
+    size_t lo, hi;
+    if (hg_tensor_extent(j, &lo, &hi) != 0 || hi >= MAP_BYTES)
+        return false;
+    memset(want, 0, hi + 1);
+    memset(got, 0, hi + 1);
+    brute_force_map(x, want);
+    brute_force_map(y, want);
+    brute_force_map(j, got);
+    return memcmp(want, got, hi + 1) == 0;
+}
+
+/* tensor_join: a view split in two along a dim joins back into one with
+ * the same bytes, and any join that succeeds (of a view and a near miss of
+ * its continuation) covers exactly the bytes of its two parts: copy-back's
+ * planning relies on both. */
+TEST(join_covers_exactly_its_parts)
+{
+    make_bufs();
+    test_rng rng = test_seed(20001);
+    int splits = 0, joins = 0;
+    for (int iter = 0; iter < 20000; iter++) {
+        hg_tensor a, b, j;
+        random_view(&a, &rng);
+        if (a.ndims == 0)
+            continue;
+        uint32_t d = test_rand(&rng) % a.ndims;
+        if (a.shape[d] > 1) { /* split a along d; the halves join back */
+            size_t k = 1 + test_rand(&rng) % (a.shape[d] - 1);
+            hg_tensor x = a, y = a;
+            x.shape[d] = k;
+            y.shape[d] -= k;
+            y.offset += k * a.strides[d];
+            ASSERT(tensor_join(&x, &y, &j));
+            if (!join_is_exact(&x, &y, &j))
+                TEST_FAIL_("iteration %d: a split joined back covers other bytes", iter);
+            splits++;
+        }
+        b = a; /* a continuation of a along d, perturbed now and then */
+        b.shape[d] = test_rand(&rng) % 5;
+        b.offset = a.offset + a.shape[d] * a.strides[d];
+        if (test_rand(&rng) % 3 == 0)
+            b.offset += test_rand(&rng) % 3;
+        if (test_rand(&rng) % 4 == 0)
+            b.shape[test_rand(&rng) % a.ndims] = test_rand(&rng) % 5;
+        if (test_rand(&rng) % 4 == 0)
+            b.strides[test_rand(&rng) % a.ndims] = test_rand(&rng) % 24;
+        if (!tensor_join(&a, &b, &j))
+            continue;
+        joins++;
+        if (!join_is_exact(&a, &b, &j))
+            TEST_FAIL_("iteration %d: a join covers other bytes than its parts", iter);
+    }
+    ASSERT(splits > 1000 && joins > 1000);
+    printf("     %d splits joined back, %d other joins\n", splits, joins);
+}
+
 TEST(for_each_run_stops_early)
 {
     make_bufs();
