@@ -281,7 +281,9 @@ void graph_tree_prefetch(graph_tree_pool *p, const graph_tree *t, const hg_devad
 {
     uint32_t at[GRAPH_TREE_BATCH];
     n = n < GRAPH_TREE_BATCH ? n : GRAPH_TREE_BATCH;
-    if (t->root == NONE || n == 0)
+    /* A pool that fits the caches would pay the pass and gain nothing (the
+     * map of 10^3 frag tasks built ~20% slower with it). */
+    if (t->root == NONE || n == 0 || p->used < GRAPH_TREE_PREFETCH_FROM)
         return;
     p->batches++;
     node_prefetch(p->node, t->root);

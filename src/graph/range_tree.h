@@ -71,11 +71,15 @@ graph_tree_pos graph_tree_insert(graph_tree_pool *p, graph_tree *t, const graph_
 /* Entries one graph_tree_prefetch may take. */
 #define GRAPH_TREE_BATCH 32
 
+/* Nodes in the pool (~900 KB) from which graph_tree_prefetch works. */
+#define GRAPH_TREE_PREFETCH_FROM 2048
+
 /* Asks for the nodes that inserts of n (<= GRAPH_TREE_BATCH) entries
  * starting at keys[] will visit, level by level for all of them at once:
  * their cache misses then overlap, where inserts one after another wait
  * for each in turn (past a few MB a miss costs ~300 ns on the project's
- * host, a few times a whole task's other work).  Changes nothing; counts
+ * host, a few times a whole task's other work).  Does nothing while the
+ * pool holds under GRAPH_TREE_PREFETCH_FROM nodes.  Changes nothing; counts
  * its nodes in pool.prefetched, not in pool.steps (the inserts visit them
  * again, from cache). */
 void graph_tree_prefetch(graph_tree_pool *p, const graph_tree *t, const hg_devaddr *keys,
