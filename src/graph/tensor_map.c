@@ -46,7 +46,7 @@
  * GRAPH_TREE_BATCH (graph_map.pend) and goes into the tree in order when
  * the batch is full or before anything searches or cuts the read tree, the
  * batch's paths asked for at once (reads_flush): same records, same
- * inserts, but their misses to memory overlap (frag at 10^6 tasks: ~40%
+ * inserts, but their misses to memory overlap (frag at 10^6 tasks: ~27%
  * less map time).  A task's dependencies are told apart by a scan of its
  * list up to DEDUPE_SCAN, by marks in seen[] (a miss each in a large
  * graph) only past that.
