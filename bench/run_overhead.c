@@ -5,10 +5,13 @@
  *     run_overhead [max tasks (default 1000000)] [device spec (default sim:cores=2)]
  *                  [pattern, or all (default)] [again | kept]
  *     run_overhead map [max tasks]
+ *     run_overhead miss
  *
  * `map` builds frag's graph alone (graph_add_task for every task, no run),
  * 10^3 tasks up, and prints the tensor map's cost per task + edge: CPU ns
- * (the least of three builds) and tree nodes visited (graph_map_stats).
+ * (the least of 3 + 3*10^6 / N builds: a build of 10^3 tasks takes ~0.1 ms)
+ * and tree nodes visited (graph_map_stats).  `miss` prices a cache miss
+ * here: a random pointer chase through 1 to 128 MiB.
  *
  * Every run goes through hg_runner_run: bind (one IN and one INOUT arg of
  * 64 bytes a task), an orchestration that submits N tasks with
@@ -352,7 +355,7 @@ static double cpu_ns(void)
 /* The tensor map alone on frag, 10^3 tasks up to max. */
 static int map_only(size_t max)
 {
-    printf("tensor map alone, frag: per task + edge, CPU ns (least of 3 builds) and nodes "
+    printf("tensor map alone, frag: per task + edge, CPU ns (least of 3 + 3e6/N builds) and nodes "
            "visited\n%8s %6s %8s %8s %7s\n",
            "tasks", "edges", "ns", "steps", "height");
     graph g;
@@ -360,7 +363,7 @@ static int map_only(size_t max)
     for (size_t n = 1000; n <= max; n *= 10) {
         double best = 1e300;
         graph_map_counts c;
-        for (int r = 0; r < 3; r++) {
+        for (size_t r = 0; r < 3 + 3000000 / n; r++) {
             graph_reset(&g);
             double t0 = cpu_ns();
             for (size_t t = 0; t < n; t++) {
@@ -381,10 +384,50 @@ static int map_only(size_t max)
     return 0;
 }
 
+/* The price of a cache miss here: ns per load of a random pointer chase
+ * through 1 to 128 MiB of 64-byte lines (each load waits for the last).
+ * Where it jumps is the cache a process gets on this host; past it, every
+ * scattered visit of a structure that large costs about that much. */
+static int miss_price(void)
+{
+    printf("random dependent loads: working set, ns per load\n");
+    for (size_t mb = 1; mb <= 128; mb *= 2) {
+        const size_t lines = (mb << 20) / 64;
+        char *p = malloc(mb << 20);
+        uint32_t *order = malloc(lines * sizeof *order);
+        if (p == NULL || order == NULL)
+            return 3;
+        uint64_t x = 88172645463325252ull; /* xorshift, fixed: the same chase each run */
+        for (size_t i = 0; i < lines; i++)
+            order[i] = (uint32_t)i;
+        for (size_t i = lines - 1; i > 0; i--) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            size_t j = x % (i + 1);
+            uint32_t t = order[i];
+            order[i] = order[j], order[j] = t;
+        }
+        for (size_t i = 0; i < lines; i++)
+            *(char **)(void *)(p + (size_t)order[i] * 64) = p + (size_t)order[(i + 1) % lines] * 64;
+        char *q = p;
+        for (size_t i = 0; i < lines; i++) /* one lap first: every page touched */
+            q = *(char **)(void *)q;
+        const size_t steps = 4000000;
+        double t0 = now_ns();
+        for (size_t i = 0; i < steps; i++)
+            q = *(char **)(void *)q;
+        printf("%5zu MiB %8.1f\n", mb, (now_ns() - t0) / (double)steps + (q == NULL));
+        free(order);
+        free(p);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "map") == 0)
         return map_only(argc > 2 ? (size_t)atol(argv[2]) : 1000000);
+    if (argc > 1 && strcmp(argv[1], "miss") == 0)
+        return miss_price();
     long max = argc > 1 ? atol(argv[1]) : 1000000;
     const char *spec = argc > 2 ? argv[2] : "sim:cores=2";
     const char *only = argc > 3 && strcmp(argv[3], "all") != 0 ? argv[3] : NULL;

@@ -28,7 +28,8 @@
  * cut visits O(height) nodes per entry it reports or changes, plus the two
  * paths to its ends (a subtree it enters overlaps it by its lo and largest
  * hi, so it holds such an entry or lies on those paths).  Every node visited
- * counts in pool.steps.
+ * counts in pool.steps, but graph_tree_prefetch's (pool.prefetched: one per
+ * level below the root per entry, visited again by the inserts that follow).
  *
  * Invariants: leaves hold entries in order of lo; an inner slot's lo is its
  * child's first lo and its hi the largest hi below it; no node but the root
@@ -124,7 +125,7 @@ void graph_tree_pool_reset(graph_tree_pool *p)
 {
     p->used = p->nfree = 0;
     p->free = NONE;
-    p->steps = 0;
+    p->steps = p->prefetched = p->batches = 0;
 }
 
 void graph_tree_pool_free(graph_tree_pool *p)
@@ -273,6 +274,31 @@ graph_tree_pos graph_tree_insert(graph_tree_pool *p, graph_tree *t, const graph_
     }
     t->count++;
     return at;
+}
+
+void graph_tree_prefetch(graph_tree_pool *p, const graph_tree *t, const hg_devaddr *keys,
+                         uint32_t n)
+{
+    uint32_t at[GRAPH_TREE_BATCH];
+    n = n < GRAPH_TREE_BATCH ? n : GRAPH_TREE_BATCH;
+    /* A pool that fits the caches would pay the pass and gain nothing (the
+     * map of 10^3 frag tasks built ~20% slower with it). */
+    if (t->root == NONE || n == 0 || p->used < GRAPH_TREE_PREFETCH_FROM)
+        return;
+    p->batches++;
+    node_prefetch(p->node, t->root);
+    for (uint32_t i = 0; i < n; i++)
+        at[i] = t->root;
+    /* One level for every key, then the next: each level's n misses are in
+     * flight together.  The choice of child is insert_below's. */
+    for (uint32_t level = t->height; level > 1; level--)
+        for (uint32_t i = 0; i < n; i++) {
+            const node *A = &p->node[at[i]];
+            const uint32_t k = upper(A, keys[i]);
+            at[i] = A->ref[k > 0 ? k - 1 : 0];
+            node_prefetch(p->node, at[i]);
+            p->prefetched++;
+        }
 }
 
 /* ----------------------------------------------------------------- query */

@@ -13,6 +13,7 @@
 #include <math.h>
 
 #include "graph/graph.h"
+#include "graph/tensor_map.h"
 #include "testlib.h"
 
 static int kernel_fn(const hg_kernel_ctx *ctx)
@@ -294,6 +295,56 @@ TEST(frag_work_grows_with_the_tree_height_only)
     ASSERT(big.reader_nodes > BIG / 2); /* the map really is large */
     ASSERT(per_small <= bound_small);
     ASSERT(per_big <= bound_big);
+    graph_free(&g);
+}
+
+/* frag's scattered reads go into the read tree in batches whose paths are
+ * asked for at once (graph_tree_prefetch): at 10^6 records each insert's
+ * leaf is a miss to memory, and a batch waits for its ~31 misses about once
+ * instead of one after another.  Counted: every new read record was
+ * pending, and a batch holds at least 16 of them (frag writes every 32nd
+ * task, and a write flushes the batch).  Failed before: 1 per batch. */
+TEST(frag_reads_are_inserted_in_batches)
+{
+    enum { BIG = 100000 };
+    graph g;
+    graph_init(&g);
+    graph_map_counts c;
+    graph_map_more more;
+    build_frag(&g, BIG, &c);
+    graph_map_more_stats(&g, &more);
+    printf("  frag: %llu read records pending first, in %llu batches, %llu nodes prefetched\n",
+           (unsigned long long)more.deferred, (unsigned long long)more.batches,
+           (unsigned long long)more.prefetched);
+    ASSERT(more.deferred >= c.reader_nodes);
+    ASSERT(more.deferred >= 16 * more.batches);
+    ASSERT(more.prefetched <= more.deferred * (c.height > 1 ? c.height - 1 : 1));
+    graph_free(&g);
+}
+
+/* A task's dependencies are told apart by a scan of its list while it is
+ * short, so frag's writes (~16 readers each) touch no per-task mark: a mark
+ * is indexed by the dependency's id, a miss per edge in a large graph.  A
+ * long list (fan_in's last write: N - 1 readers) does use marks.  Failed
+ * before: every dependency was a mark. */
+TEST(short_dependency_lists_touch_no_marks)
+{
+    enum { N = 4000 };
+    graph g;
+    graph_init(&g);
+    graph_map_counts c;
+    graph_map_more more;
+    build_frag(&g, N, &c);
+    graph_map_more_stats(&g, &more);
+    ASSERT(g.nedges > N / 4);
+    ASSERT_EQ(more.dep_marks, 0);
+    shape_cost cost;
+    ASSERT_OK(build_shape(&g, FAN_IN, N, NULL, &cost));
+    graph_map_more_stats(&g, &more);
+    printf("  fan_in: %u edges, %llu told apart by marks\n", cost.edges,
+           (unsigned long long)more.dep_marks);
+    ASSERT_EQ(cost.edges, N - 1);
+    ASSERT(more.dep_marks >= N - 1 - 64);
     graph_free(&g);
 }
 
