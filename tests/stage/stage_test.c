@@ -414,9 +414,9 @@ typedef struct matrix_case {
     hg_err e;
 } matrix_case;
 
-static void matrix_open(matrix_case *m, size_t rows, size_t cols)
+static void matrix_open_on(matrix_case *m, const char *backend, size_t rows, size_t cols)
 {
-    m->dev = test_device_open("sim:cores=1");
+    m->dev = open_on(backend);
     ASSERT(m->dev != NULL);
     ASSERT_OK(hg_hostbuf_create(rows * cols, &m->hb));
     memset(hg_hostbuf_data(m->hb), 1, rows * cols);
@@ -429,6 +429,11 @@ static void matrix_open(matrix_case *m, size_t rows, size_t cols)
     ASSERT_OK(stage_retained_reserve(&m->r, m->dev, NULL, m->p.required, &m->e));
     ASSERT_OK(stage_upload(&m->p, m->dev, &m->r, &m->e));
     ASSERT_OK(device_fill(m->dev, m->p.args[0].dev_region, 9, rows * cols));
+}
+
+static void matrix_open(matrix_case *m, size_t rows, size_t cols)
+{
+    matrix_open_on(m, "sim", rows, cols);
 }
 
 static void matrix_close(matrix_case *m)
@@ -466,11 +471,12 @@ TEST(tiles_covering_one_range_come_back_straight)
  * view) of a ROWS x COLS u8 buffer, `skip` tiles left out (-1: none).  Copy
  * back; returns the plan's counts through the out-params and checks that
  * exactly the written tiles' bytes came back (the rest keep the host's). */
-static void copy_back_tiles(int skip, uint64_t *runs, uint32_t *ranges, uint64_t *committed)
+static void copy_back_tiles(const char *backend, int skip, uint64_t *runs, uint32_t *ranges,
+                            uint64_t *committed)
 {
     enum { ROWS = 64, COLS = 128, G = 4 };
     matrix_case m;
-    matrix_open(&m, ROWS, COLS);
+    matrix_open_on(&m, backend, ROWS, COLS);
     for (int t = 0; t < G * G; t++) {
         if (t == skip)
             continue;
@@ -493,11 +499,11 @@ static void copy_back_tiles(int skip, uint64_t *runs, uint32_t *ranges, uint64_t
 
 /* The tiles of a grid join into one view per row, the rows into one range:
  * planning walks no tile's runs, fetches one range and commits it once. */
-TEST(a_grid_of_tiles_is_planned_as_one_range)
+TEST_EACH_BACKEND(a_grid_of_tiles_is_planned_as_one_range)
 {
     uint64_t runs, committed;
     uint32_t ranges;
-    copy_back_tiles(-1, &runs, &ranges, &committed);
+    copy_back_tiles(backend, -1, &runs, &ranges, &committed);
     ASSERT_UEQ(runs, 0);
     ASSERT_UEQ(ranges, 1);
     ASSERT_UEQ(committed, 64 * 128);
@@ -505,12 +511,12 @@ TEST(a_grid_of_tiles_is_planned_as_one_range)
 
 /* A tile left out breaks the joins around it, never the bytes: only the
  * written tiles come back (checked byte by byte in copy_back_tiles). */
-TEST(a_grid_with_a_tile_missing_commits_only_the_written_tiles)
+TEST_EACH_BACKEND(a_grid_with_a_tile_missing_commits_only_the_written_tiles)
 {
     for (int skip = 0; skip < 16; skip += 5) {
         uint64_t runs, committed;
         uint32_t ranges;
-        copy_back_tiles(skip, &runs, &ranges, &committed);
+        copy_back_tiles(backend, skip, &runs, &ranges, &committed);
         ASSERT_UEQ(committed, 64 * 128 - 16 * 32);
     }
 }
@@ -518,12 +524,12 @@ TEST(a_grid_with_a_tile_missing_commits_only_the_written_tiles)
 /* Tasks that write their tiles in address order (most graphs) cost
  * planning no sort: one pass finds them in order, and the tiles join into
  * one range.  Out of order they are sorted, with the same result. */
-TEST(tiles_written_in_order_are_planned_without_a_sort)
+TEST_EACH_BACKEND(tiles_written_in_order_are_planned_without_a_sort)
 {
     enum { ROWS = 64, COLS = 64 };
     for (int reversed = 0; reversed < 2; reversed++) {
         matrix_case m;
-        matrix_open(&m, ROWS, COLS);
+        matrix_open_on(&m, backend, ROWS, COLS);
         for (int i = 0; i < ROWS; i++) {
             hg_tensor row;
             size_t at = (size_t)(reversed ? ROWS - 1 - i : i);
