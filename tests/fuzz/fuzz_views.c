@@ -91,15 +91,17 @@ static void each_element(const hg_tensor *t, void (*fn)(void *, size_t, size_t),
 }
 
 typedef struct cover {
-    unsigned char *count; /* per byte of the extent */
+    unsigned char *count; /* per byte of the extent, saturated at 2 (it is a byte) */
     size_t lo, es;
 } cover;
 
 static void cover_one(void *ctx, size_t off, size_t k)
 {
     cover *c = ctx;
-    for (size_t b = 0; b < c->es; b++)
-        c->count[off * c->es + b - c->lo]++;
+    for (size_t b = 0; b < c->es; b++) {
+        unsigned char *n = &c->count[off * c->es + b - c->lo];
+        *n += *n < 2; /* 256 visits must not read as 0 */
+    }
 }
 
 /* The view is dense by counting: every byte of the extent covered once.
