@@ -34,17 +34,13 @@
 /* The launch args of task t, from its resolved graph args. */
 static void enqueue_args(const graph *g, const graph_task *task, device_karg *out)
 {
-    const graph_targ *args = graph_task_args(g, task);
+    const graph_arg *args = graph_task_args(g, task);
     for (uint32_t i = 0; i < task->nargs; i++) {
-        const graph_targ *a = &args[i];
-        out[i] = (device_karg){.addr = a->lo == a->hi ? 0 : a->addr,
-                               .lo = a->lo,
-                               .hi = a->hi,
-                               .dtype = a->dtype,
-                               .ndims = a->ndims,
-                               .write = a->write};
-        memcpy(out[i].shape, a->shape, sizeof out[i].shape);
-        memcpy(out[i].strides, a->strides, sizeof out[i].strides);
+        const graph_arg *a = &args[i];
+        out[i] =
+            (device_karg){.lo = a->lo, .hi = a->hi, .dtype = (hg_dtype)a->dtype, .write = a->write};
+        const hg_devaddr addr = graph_arg_layout(g, a, &out[i].ndims, out[i].shape, out[i].strides);
+        out[i].addr = a->lo == a->hi ? 0 : addr;
     }
 }
 

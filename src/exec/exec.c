@@ -227,27 +227,25 @@ static uint32_t exec_complete(exec_state *s, exec_core *c, uint32_t t, int rc)
  * device memory. */
 static int exec_translate(exec_state *s, exec_core *c, uint32_t t, const graph_task *task)
 {
-    const graph_targ *args = graph_task_args(s->g, task);
+    const graph_arg *args = graph_task_args(s->g, task);
     for (uint32_t i = 0; i < task->nargs; i++) {
-        const graph_targ *a = &args[i];
+        const graph_arg *a = &args[i];
         hg_kview *v = &c->views[i];
-        v->dtype = a->dtype;
-        v->ndims = a->ndims;
-        memcpy(v->shape, a->shape, sizeof v->shape);
-        memcpy(v->strides, a->strides, sizeof v->strides);
+        v->dtype = (hg_dtype)a->dtype;
+        const hg_devaddr addr = graph_arg_layout(s->g, a, &v->ndims, v->shape, v->strides);
         if (a->lo == a->hi) {
             v->data = NULL;
             continue;
         }
         char *base = NULL;
-        if (a->addr >= a->lo && a->addr < a->hi)
+        if (addr >= a->lo && addr < a->hi)
             base = device_translate(s->dev, a->lo, (size_t)(a->hi - a->lo));
         if (base == NULL)
             return err_set(&c->err, HG_ERANGE,
                            "task %u (kernel '%s'): arg %u [0x%llx, 0x%llx) is not in live "
                            "device memory",
                            t, task->name, i, (unsigned long long)a->lo, (unsigned long long)a->hi);
-        v->data = base + (a->addr - a->lo);
+        v->data = base + (addr - a->lo);
     }
     return 0;
 }

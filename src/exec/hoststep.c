@@ -82,7 +82,7 @@ static size_t align_up(size_t v, size_t a)
 /* Where arg a's staging starts, from offset `at`: at its device address's
  * offset modulo HG_DEVICE_ALIGN, so that a kernel sees the alignment it
  * would see on the device. */
-static size_t stage_base(size_t at, const graph_targ *a)
+static size_t stage_base(size_t at, const graph_arg *a)
 {
     return align_up(at, HG_DEVICE_ALIGN) + (size_t)(a->lo % HG_DEVICE_ALIGN);
 }
@@ -101,7 +101,7 @@ static int hosts_layout(exec_hosts *h, hg_err *e)
         if (!task->host_step)
             continue;
         h->stage_at[k++] = at;
-        const graph_targ *args = graph_task_args(g, task);
+        const graph_arg *args = graph_task_args(g, task);
         for (uint32_t i = 0; i < task->nargs; i++)
             if (args[i].hi > args[i].lo)
                 at = stage_base(at, &args[i]) + (size_t)(args[i].hi - args[i].lo);
@@ -125,15 +125,16 @@ static bool targ_dense(const graph_targ *a)
 /* Copies step k's args down (up: its written args back up). */
 static int host_copy(exec_hosts *h, uint32_t k, const graph_task *task, bool up, hg_err *e)
 {
-    const graph_targ *args = graph_task_args(h->g, task);
+    const graph_arg *args = graph_task_args(h->g, task);
     device_copy list[HG_MAX_TASK_ARGS];
     size_t n = 0, at = h->stage_at[k];
     for (uint32_t i = 0; i < task->nargs; i++) {
-        const graph_targ *a = &args[i];
+        const graph_arg *a = &args[i];
         if (a->hi == a->lo)
             continue;
         at = stage_base(at, a);
-        bool moves = up ? a->write : a->read || !targ_dense(a);
+        const graph_targ whole = graph_arg_expand(h->g, a);
+        bool moves = up ? a->write : a->read || !targ_dense(&whole);
         if (moves)
             list[n++] = (device_copy){h->staging + at, a->lo, (size_t)(a->hi - a->lo)};
         at += (size_t)(a->hi - a->lo);
@@ -148,18 +149,18 @@ static int host_copy(exec_hosts *h, uint32_t k, const graph_task *task, bool up,
 static int host_call(exec_hosts *h, uint32_t k, uint32_t t, uint32_t helper, hg_err *e)
 {
     const graph_task *task = &h->g->tasks[t];
-    const graph_targ *args = graph_task_args(h->g, task);
+    const graph_arg *args = graph_task_args(h->g, task);
     hg_kview views[HG_MAX_TASK_ARGS];
     size_t at = h->stage_at[k];
     for (uint32_t i = 0; i < task->nargs; i++) {
-        const graph_targ *a = &args[i];
-        views[i] = (hg_kview){.data = NULL, .dtype = a->dtype, .ndims = a->ndims};
-        memcpy(views[i].shape, a->shape, sizeof views[i].shape);
-        memcpy(views[i].strides, a->strides, sizeof views[i].strides);
+        const graph_arg *a = &args[i];
+        views[i] = (hg_kview){.data = NULL, .dtype = (hg_dtype)a->dtype};
+        const hg_devaddr addr =
+            graph_arg_layout(h->g, a, &views[i].ndims, views[i].shape, views[i].strides);
         if (a->hi == a->lo)
             continue;
         at = stage_base(at, a);
-        views[i].data = h->staging + at + (a->addr - a->lo);
+        views[i].data = h->staging + at + (addr - a->lo);
         at += (size_t)(a->hi - a->lo);
     }
     const hg_kernel_ctx kc = {.args = views,

@@ -50,6 +50,30 @@ int graph_grow(void *pp, uint32_t *cap, uint64_t need, size_t elem)
     return 0;
 }
 
+/* True when t is a dense 1-D view that a graph_arg says whole (graph.h):
+ * its address is lo, one dim of stride 1 covers [lo, hi) in elements of a
+ * power-of-two size, and the unused dims are 0.  *elem_log2 gets the
+ * size's log2. */
+static bool dense_1d(const graph_targ *t, uint8_t *elem_log2)
+{
+    if (t->ndims != 1 || t->strides[0] != 1 || t->addr != t->lo)
+        return false;
+    for (uint32_t d = 1; d < HG_MAX_DIMS; d++)
+        if (t->shape[d] != 0 || t->strides[d] != 0)
+            return false;
+    const size_t size = hg_dtype_size(t->dtype);
+    if (size == 0 || (size & (size - 1)) != 0 || size > 255)
+        return false;
+    uint8_t log2 = 0;
+    while (((size_t)1 << log2) != size)
+        log2++;
+    if (t->shape[0] > (SIZE_MAX >> log2) || (t->shape[0] << log2) != t->hi - t->lo)
+        return false;
+    if (elem_log2)
+        *elem_log2 = log2;
+    return true;
+}
+
 /* The three edge arrays share cap_edges; it grows only when all three did. */
 static int grow_edges(graph *g, uint64_t need)
 {
@@ -73,7 +97,7 @@ void graph_init(graph *g)
 
 void graph_reset(graph *g)
 {
-    g->ntasks = g->ntargs = g->nscalars = g->nedges = 0;
+    g->ntasks = g->nargs = g->nshapes = g->nscalars = g->nedges = 0;
     graph_map_reset(g);
 }
 
@@ -82,7 +106,8 @@ void graph_free(graph *g)
     graph_map_free(g);
     intern_free(&g->names);
     free(g->tasks);
-    free(g->targs);
+    free(g->args);
+    free(g->shapes);
     free(g->scalars);
     free(g->succ);
     free(g->edge_from);
@@ -141,15 +166,50 @@ static int check_task(const graph *g, const graph_targ *args, uint32_t nargs,
     return 0;
 }
 
-static int reserve_task(graph *g, uint32_t nargs, uint32_t nscalars)
+/* How many of the task's args need a graph_shape. */
+static uint32_t count_shaped(const graph_targ *args, uint32_t nargs)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < nargs; i++)
+        n += !dense_1d(&args[i], NULL);
+    return n;
+}
+
+static int reserve_task(graph *g, const graph_targ *args, uint32_t nargs, uint32_t nscalars)
 {
     int rc = graph_grow(&g->tasks, &g->cap_tasks, (uint64_t)g->ntasks + 1, sizeof(graph_task));
     if (rc == 0)
-        rc = graph_grow(&g->targs, &g->cap_targs, (uint64_t)g->ntargs + nargs, sizeof(graph_targ));
+        rc = graph_grow(&g->args, &g->cap_args, (uint64_t)g->nargs + nargs, sizeof(graph_arg));
+    if (rc == 0)
+        rc = graph_grow(&g->shapes, &g->cap_shapes,
+                        (uint64_t)g->nshapes + count_shaped(args, nargs), sizeof(graph_shape));
     if (rc == 0)
         rc = graph_grow(&g->scalars, &g->cap_scalars, (uint64_t)g->nscalars + nscalars,
                         sizeof(uint64_t));
     return rc;
+}
+
+/* Records one arg; graph.args and graph.shapes have room. */
+static void record_arg(graph *g, const graph_targ *t)
+{
+    uint8_t elem_log2 = 0;
+    graph_arg *a = &g->args[g->nargs++];
+    *a = (graph_arg){.lo = t->lo,
+                     .hi = t->hi,
+                     .shape = GRAPH_DENSE_1D,
+                     .dtype = (uint8_t)t->dtype,
+                     .read = t->read,
+                     .write = t->write};
+    if (dense_1d(t, &elem_log2)) {
+        a->elem_log2 = elem_log2;
+        return;
+    }
+    graph_shape *s = &g->shapes[g->nshapes];
+    a->shape = g->nshapes++;
+    s->addr = t->addr;
+    s->ndims = t->ndims;
+    memcpy(s->shape, t->shape, sizeof s->shape);
+    memcpy(s->strides, t->strides, sizeof s->strides);
 }
 
 /* Records the task and its edges from `preds`; every array was reserved, so
@@ -162,16 +222,15 @@ static void record_task(graph *g, const hg_kernel *kernel, const char *name, con
     g->tasks[id] = (graph_task){.fn = kernel->fn,
                                 .core = kernel->core,
                                 .name = name,
-                                .args_first = g->ntargs,
+                                .args_first = g->nargs,
                                 .nargs = nargs,
                                 .scalars_first = g->nscalars,
                                 .nscalars = nscalars,
                                 .npreds = npreds};
-    if (nargs)
-        memcpy(g->targs + g->ntargs, args, nargs * sizeof *args);
+    for (uint32_t i = 0; i < nargs; i++)
+        record_arg(g, &args[i]);
     if (nscalars)
         memcpy(g->scalars + g->nscalars, scalars, nscalars * sizeof *scalars);
-    g->ntargs += nargs;
     g->nscalars += nscalars;
     for (uint32_t i = 0; i < npreds; i++) {
         g->edge_from[g->nedges] = preds[i];
@@ -198,7 +257,7 @@ int graph_add_task(graph *g, const hg_kernel *kernel, const graph_targ *args, ui
     const uint32_t *preds = NULL;
     uint32_t npreds = 0;
     const bool mapped = nargs > 0 || ndeps > 0; /* else: no edge, no access to record */
-    rc = reserve_task(g, nargs, nscalars);
+    rc = reserve_task(g, args, nargs, nscalars);
     if (rc == 0 && mapped)
         rc = graph_map_deps(g, args, nargs, deps, ndeps, &preds, &npreds);
     if (rc == 0)

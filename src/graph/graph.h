@@ -14,7 +14,9 @@
  * per edge the rule makes, whatever the access pattern; the map holds
  * O(task args + edges) records (tensor_map.c says why).
  *
- * Memory: one graph is reused run after run (graph_reset keeps capacity).
+ * Memory: one graph is reused run after run (graph_reset keeps capacity);
+ * per task a 64-byte record, 24 bytes a task arg (96 more for an arg that is
+ * not dense 1-D), 8 a scalar and 12 an edge.
  */
 #ifndef HG_GRAPH_GRAPH_H
 #define HG_GRAPH_GRAPH_H
@@ -49,6 +51,31 @@ static inline graph_targ graph_targ_bytes(hg_devaddr lo, hg_devaddr hi, bool rea
     return a;
 }
 
+/* A task arg as the graph keeps it: 24 bytes.  Most task args are dense
+ * 1-D views (addr == lo, one dim of stride 1 covering [lo, hi)), which the
+ * extent and the dtype say whole; any other view keeps its address, shape
+ * and strides in graph.shapes.  A whole graph_targ a task arg (120 bytes)
+ * was most of what a first run writes per task, and every fresh page costs
+ * a first run a fault (2-13 us on the VMs this project runs on).
+ * Expanding a record gives back exactly the graph_targ submitted. */
+typedef struct graph_arg {
+    hg_devaddr lo, hi; /* device byte extent [lo, hi); lo == hi when empty */
+    uint32_t shape;    /* GRAPH_DENSE_1D, or its entry in graph.shapes */
+    uint8_t dtype;     /* an hg_dtype */
+    uint8_t elem_log2; /* log2 of the dtype's size: the dense form's shape[0] */
+    bool read, write;
+} graph_arg;
+
+#define GRAPH_DENSE_1D UINT32_MAX
+
+/* The layout of a task arg that is not dense 1-D. */
+typedef struct graph_shape {
+    hg_devaddr addr;
+    uint32_t ndims;
+    size_t shape[HG_MAX_DIMS];
+    size_t strides[HG_MAX_DIMS];
+} graph_shape;
+
 /* A task keeps what it needs of its kernel record, copied at submit: the
  * record and its name need not outlive graph_add_task. */
 typedef struct graph_task {
@@ -57,7 +84,7 @@ typedef struct graph_task {
     const char *name;                 /* interned in graph.names; "(unnamed)" for NULL */
     const void *dev_kernel;           /* a queue device's kernel handle (set at submit) */
     bool host_step;                   /* hg_task_submit_host_step: staged on a queue device */
-    uint32_t args_first, nargs;       /* into graph.targs */
+    uint32_t args_first, nargs;       /* into graph.args */
     uint32_t scalars_first, nscalars; /* into graph.scalars */
     uint32_t npreds;                  /* distinct predecessors */
     uint32_t succ_first, nsucc;       /* into graph.succ, valid after finalize */
@@ -66,8 +93,10 @@ typedef struct graph_task {
 typedef struct graph {
     graph_task *tasks;
     uint32_t ntasks, cap_tasks;
-    graph_targ *targs;
-    uint32_t ntargs, cap_targs;
+    graph_arg *args; /* every task's args, in task order */
+    uint32_t nargs, cap_args;
+    graph_shape *shapes; /* the layouts of the args that are not dense 1-D */
+    uint32_t nshapes, cap_shapes;
     uint64_t *scalars;
     uint32_t nscalars, cap_scalars;
     uint32_t *succ; /* successor ids, grouped per task after finalize */
@@ -124,10 +153,42 @@ void graph_map_stats(const graph *g, graph_map_counts *out);
  * the last graph_add_task and before execution. */
 int graph_finalize(graph *g, hg_err *e);
 
-static inline const graph_targ *graph_task_args(const graph *g, const graph_task *t)
+static inline const graph_arg *graph_task_args(const graph *g, const graph_task *t)
 {
-    return g->targs + t->args_first;
+    return g->args + t->args_first;
 }
+
+/* Fills a task arg's address, dims, shape and strides (HG_MAX_DIMS each,
+ * unused entries 0) from its record: exactly what was submitted. */
+static inline hg_devaddr graph_arg_layout(const graph *g, const graph_arg *a, uint32_t *ndims,
+                                          size_t *shape, size_t *strides)
+{
+    if (a->shape == GRAPH_DENSE_1D) {
+        for (uint32_t d = 1; d < HG_MAX_DIMS; d++)
+            shape[d] = strides[d] = 0;
+        *ndims = 1;
+        shape[0] = (size_t)((a->hi - a->lo) >> a->elem_log2);
+        strides[0] = 1;
+        return a->lo;
+    }
+    const graph_shape *s = &g->shapes[a->shape];
+    *ndims = s->ndims;
+    for (uint32_t d = 0; d < HG_MAX_DIMS; d++) {
+        shape[d] = s->shape[d];
+        strides[d] = s->strides[d];
+    }
+    return s->addr;
+}
+
+/* The whole resolved arg a record stands for. */
+static inline graph_targ graph_arg_expand(const graph *g, const graph_arg *a)
+{
+    graph_targ t = {
+        .lo = a->lo, .hi = a->hi, .dtype = (hg_dtype)a->dtype, .read = a->read, .write = a->write};
+    t.addr = graph_arg_layout(g, a, &t.ndims, t.shape, t.strides);
+    return t;
+}
+
 static inline const uint64_t *graph_task_scalars(const graph *g, const graph_task *t)
 {
     return g->scalars + t->scalars_first;

@@ -94,7 +94,9 @@ static int task_diff(const graph *r, const graph *g, uint32_t t, hg_err *e)
     if (a->nargs != b->nargs)
         return DIFF("%u args, %u in the recording " UNDECLARED, t, name, b->nargs, a->nargs);
     for (uint32_t i = 0; i < a->nargs; i++) {
-        const char *f = targ_diff(&graph_task_args(r, a)[i], &graph_task_args(g, b)[i]);
+        const graph_targ x = graph_arg_expand(r, &graph_task_args(r, a)[i]);
+        const graph_targ y = graph_arg_expand(g, &graph_task_args(g, b)[i]);
+        const char *f = targ_diff(&x, &y);
         if (f != NULL)
             return DIFF("arg %u: %s differs from the recording " UNDECLARED, t, name, i, f);
     }

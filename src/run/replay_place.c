@@ -92,14 +92,15 @@ static void patch(replay_state *rs)
 {
     const replay_span *sp = rs->spans;
     graph *g = &rs->graph;
-    for (uint32_t j = 0; j < g->ntargs; j++) {
+    for (uint32_t j = 0; j < g->nargs; j++) {
         const int64_t d = sp[rs->rec.targ_arg[j]].delta;
-        graph_targ *a = &g->targs[j];
+        graph_arg *a = &g->args[j];
         if (d == 0 || a->lo == a->hi)
             continue;
-        a->addr += (hg_devaddr)d;
         a->lo += (hg_devaddr)d;
         a->hi += (hg_devaddr)d;
+        if (a->shape != GRAPH_DENSE_1D)
+            g->shapes[a->shape].addr += (hg_devaddr)d;
     }
     for (uint32_t i = 0; i < rs->nregions; i++)
         rs->regions[i] += (hg_devaddr)sp[i].delta;

@@ -545,6 +545,81 @@ TEST(wide_fan_in_and_collapse)
     graph_free(&g);
 }
 
+/* A random task arg: dense 1-D (the common case) or any other layout. */
+static graph_targ random_layout(test_rng *rng)
+{
+    static const hg_dtype dtypes[] = {HG_U8, HG_BF16, HG_F32};
+    graph_targ a;
+    memset(&a, 0, sizeof a);
+    a.dtype = dtypes[test_rand(rng) % 3];
+    const size_t size = hg_dtype_size(a.dtype);
+    a.ndims = 1 + test_rand(rng) % 3;
+    size_t span = 1;
+    for (uint32_t d = a.ndims; d-- > 0;) {
+        a.shape[d] = test_rand(rng) % 4; /* 0 makes an empty view */
+        a.strides[d] = test_rand(rng) % 2 ? span : span + test_rand(rng) % 3;
+        span = a.strides[d] * (a.shape[d] ? a.shape[d] : 1);
+    }
+    size_t last = 0, n = 1;
+    for (uint32_t d = 0; d < a.ndims; d++) {
+        n *= a.shape[d];
+        last += a.shape[d] ? (a.shape[d] - 1) * a.strides[d] : 0;
+    }
+    if (n > 0) {
+        a.lo = a.addr = 0x10000 + 64 * (hg_devaddr)(test_rand(rng) % 64);
+        a.hi = a.lo + (last + 1) * size;
+    }
+    a.read = test_rand(rng) % 2;
+    a.write = !a.read || test_rand(rng) % 2;
+    return a;
+}
+
+TEST(task_args_come_back_as_submitted_and_dense_ones_take_no_shape)
+{
+    test_rng rng = test_seed(77);
+    graph g;
+    graph_init(&g);
+    uint32_t want_shapes = 0;
+    graph_targ sent[1000];
+    for (uint32_t t = 0; t < 1000; t++) {
+        sent[t] = random_layout(&rng);
+        if (t % 4 == 0) /* a dense 1-D view of many elements */
+            sent[t] = graph_targ_bytes(0x20000 + 64 * t, 0x20000 + 64 * t + 64, true, true);
+        if (t % 4 == 1) { /* the same bytes as 16 f32 */
+            sent[t] = graph_targ_bytes(0x40000 + 64 * t, 0x40000 + 64 * t + 64, true, false);
+            sent[t].dtype = HG_F32;
+            sent[t].shape[0] = 16;
+        }
+        const graph_targ *a = &sent[t];
+        const bool dense = a->ndims == 1 && a->strides[0] == 1 &&
+                           a->shape[0] * hg_dtype_size(a->dtype) == a->hi - a->lo;
+        want_shapes += !dense;
+        hg_task_id id;
+        ASSERT_OK(add(&g, a, 1, &id));
+    }
+    /* One 24-byte record a task arg; a layout only for the args that are not
+     * dense 1-D (about 3 in 8 of these). */
+    ASSERT_UEQ(sizeof(graph_arg), 24);
+    ASSERT_UEQ(g.nargs, 1000);
+    ASSERT_UEQ(g.nshapes, want_shapes);
+    ASSERT(want_shapes > 100 && want_shapes < 600);
+    for (uint32_t t = 0; t < 1000; t++) {
+        const graph_targ back = graph_arg_expand(&g, &graph_task_args(&g, &g.tasks[t])[0]);
+        const graph_targ *a = &sent[t];
+        ASSERT_UEQ(back.addr, a->addr);
+        ASSERT_UEQ(back.lo, a->lo);
+        ASSERT_UEQ(back.hi, a->hi);
+        ASSERT_EQ(back.dtype, a->dtype);
+        ASSERT_UEQ(back.ndims, a->ndims);
+        ASSERT(memcmp(back.shape, a->shape, sizeof back.shape) == 0);
+        ASSERT(memcmp(back.strides, a->strides, sizeof back.strides) == 0);
+        ASSERT(back.read == a->read && back.write == a->write);
+    }
+    graph_reset(&g);
+    ASSERT_UEQ(g.nshapes, 0);
+    graph_free(&g);
+}
+
 int main(void)
 {
     return RUN_TESTS();
