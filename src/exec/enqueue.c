@@ -52,7 +52,8 @@ static int enqueue_host_step(hg_device *dev, const graph *g, uint32_t t, exec_ho
     err_clear(&le);
     int rc = device_host_launch(dev, t, &le);
     if (rc != 0)
-        return err_set(e, rc, "task %u (host step '%s'): %s", t, g->tasks[t].name, le.msg);
+        return err_set(e, rc, "task %u (host step '%s'): %s", t,
+                       graph_task_kernel(g, &g->tasks[t])->name, le.msg);
     exec_hosts_post(hosts, t);
     return 0;
 }
@@ -64,24 +65,25 @@ static int enqueue_all(hg_device *dev, const graph *g, exec_hosts *hosts, hg_err
     uint32_t edge = 0; /* task t's predecessors: edge_from[edge .. edge + npreds) */
     for (uint32_t t = 0; t < g->ntasks; t++) {
         const graph_task *task = &g->tasks[t];
+        const graph_kernel *k = graph_task_kernel(g, task);
         if (task->npreds > g->nedges - edge)
             return err_set(e, HG_EINVAL, "task %u: %u predecessors, %u edges left", t, task->npreds,
                            g->nedges - edge);
-        if (task->host_step && hosts != NULL) {
+        if (k->host_step && hosts != NULL) {
             int rc = enqueue_host_step(dev, g, t, hosts, e);
             if (rc != 0)
                 return rc;
             edge += task->npreds;
             continue;
         }
-        if (task->dev_kernel == NULL)
+        if (k->dev_kernel == NULL)
             return err_set(e, HG_EINVAL, "task %u (kernel '%s') has no kernel for device '%s'", t,
-                           task->name, hg_device_spec(dev));
+                           k->name, hg_device_spec(dev));
         if (task->nargs > HG_MAX_TASK_ARGS)
-            return err_set(e, HG_ELIMIT, "task %u (kernel '%s'): %u args, at most %d", t,
-                           task->name, task->nargs, HG_MAX_TASK_ARGS);
+            return err_set(e, HG_ELIMIT, "task %u (kernel '%s'): %u args, at most %d", t, k->name,
+                           task->nargs, HG_MAX_TASK_ARGS);
         enqueue_args(g, task, args);
-        const device_task dt = {.kernel = task->dev_kernel,
+        const device_task dt = {.kernel = k->dev_kernel,
                                 .task = t,
                                 .args = args,
                                 .nargs = task->nargs,
@@ -94,7 +96,7 @@ static int enqueue_all(hg_device *dev, const graph *g, exec_hosts *hosts, hg_err
         err_clear(&le);
         int rc = device_launch(dev, &dt, &le);
         if (rc != 0)
-            return err_set(e, rc, "task %u (kernel '%s'): %s", t, task->name, le.msg);
+            return err_set(e, rc, "task %u (kernel '%s'): %s", t, k->name, le.msg);
     }
     return 0;
 }
@@ -135,8 +137,8 @@ static void enqueue_trace(const graph *g, const uint64_t *spans, hg_trace *trace
         if (l == lanes)
             lanes++;
         lane_end[l] = order[i].end;
-        (void)trace_task_span(trace, l, g->tasks[order[i].task].name, run, order[i].task,
-                              order[i].start, order[i].end);
+        (void)trace_task_span(trace, l, graph_task_kernel(g, &g->tasks[order[i].task])->name, run,
+                              order[i].task, order[i].start, order[i].end);
     }
     free(order);
     free(lane_end);
@@ -181,11 +183,11 @@ int exec_run_queue(hg_device *dev, const graph *g, hg_trace *trace, uint32_t run
         return rc != 0 ? rc : hrc;
     if (erc != 0 && res.bad_task != UINT32_MAX)
         return err_set(e, erc, "task %u (kernel '%s'): %s", res.bad_task,
-                       g->tasks[res.bad_task].name, end.msg);
+                       graph_task_kernel(g, &g->tasks[res.bad_task])->name, end.msg);
     if (erc != 0)
         return err_set(e, erc, "executing %u tasks: %s", g->ntasks, end.msg);
     if (res.bad_task != UINT32_MAX)
         return err_set(e, HG_EKERNEL, "task %u (kernel '%s') failed with code %d", res.bad_task,
-                       g->tasks[res.bad_task].name, (int)res.bad_code);
+                       graph_task_kernel(g, &g->tasks[res.bad_task])->name, (int)res.bad_code);
     return 0;
 }

@@ -87,7 +87,7 @@ typedef struct exec_core {
 
 static hg_core_type exec_task_type(const exec_state *s, uint32_t t)
 {
-    return s->g->tasks[t].core;
+    return graph_task_kernel(s->g, &s->g->tasks[t])->core;
 }
 
 static void exec_push(exec_state *s, uint32_t t)
@@ -244,7 +244,8 @@ static int exec_translate(exec_state *s, exec_core *c, uint32_t t, const graph_t
             return err_set(&c->err, HG_ERANGE,
                            "task %u (kernel '%s'): arg %u [0x%llx, 0x%llx) is not in live "
                            "device memory",
-                           t, task->name, i, (unsigned long long)a->lo, (unsigned long long)a->hi);
+                           t, graph_task_kernel(s->g, task)->name, i, (unsigned long long)a->lo,
+                           (unsigned long long)a->hi);
         v->data = base + (addr - a->lo);
     }
     return 0;
@@ -255,6 +256,7 @@ static int exec_translate(exec_state *s, exec_core *c, uint32_t t, const graph_t
 static int exec_task(exec_state *s, exec_core *c, uint32_t t)
 {
     const graph_task *task = &s->g->tasks[t];
+    const graph_kernel *k = graph_task_kernel(s->g, task);
     int rc = exec_translate(s, c, t, task);
     if (rc != 0)
         return rc;
@@ -264,17 +266,17 @@ static int exec_task(exec_state *s, exec_core *c, uint32_t t)
         .scalars = graph_task_scalars(s->g, task),
         .nscalars = task->nscalars,
         .core = c->core,
-        .core_type = task->core,
+        .core_type = k->core,
     };
     uint64_t start = s->trace ? clock_now_ns() : 0;
-    int krc = exec_call(task->fn, &kc, s->counts);
+    int krc = exec_call(k->fn, &kc, s->counts);
     if (s->trace) {
         /* A span the trace cannot store is lost; the run's result stands. */
-        (void)trace_task_span(s->trace, c->core, task->name, s->run, t, start, clock_now_ns());
+        (void)trace_task_span(s->trace, c->core, k->name, s->run, t, start, clock_now_ns());
     }
     if (krc != 0)
-        return err_set(&c->err, HG_EKERNEL, "task %u (kernel '%s') failed with code %d", t,
-                       task->name, krc);
+        return err_set(&c->err, HG_EKERNEL, "task %u (kernel '%s') failed with code %d", t, k->name,
+                       krc);
     return 0;
 }
 
@@ -305,19 +307,20 @@ static int exec_check(hg_device *dev, const graph *g, hg_err *e)
     static const char *const type_name[2] = {"cube", "vector"};
     for (uint32_t t = 0; t < g->ntasks; t++) {
         const graph_task *task = &g->tasks[t];
-        if (task->fn == NULL)
+        const graph_kernel *k = graph_task_kernel(g, task);
+        if (k->fn == NULL)
             return err_set(e, HG_EINVAL, "task %u has no kernel function", t);
-        if (task->core != HG_CORE_CUBE && task->core != HG_CORE_VECTOR)
+        if (k->core != HG_CORE_CUBE && k->core != HG_CORE_VECTOR)
             return err_set(e, HG_EINVAL,
-                           "task %u (kernel '%s'): core type %d is not cube or vector", t,
-                           task->name, (int)task->core);
+                           "task %u (kernel '%s'): core type %d is not cube or vector", t, k->name,
+                           (int)k->core);
         if (task->nargs > HG_MAX_TASK_ARGS)
-            return err_set(e, HG_ELIMIT, "task %u (kernel '%s'): %u args, at most %d", t,
-                           task->name, task->nargs, HG_MAX_TASK_ARGS);
-        if (!has[task->core])
+            return err_set(e, HG_ELIMIT, "task %u (kernel '%s'): %u args, at most %d", t, k->name,
+                           task->nargs, HG_MAX_TASK_ARGS);
+        if (!has[k->core])
             return err_set(e, HG_EUNSUPPORTED,
                            "task %u (kernel '%s') needs a %s core; device '%s' has none", t,
-                           task->name, type_name[task->core], hg_device_spec(dev));
+                           k->name, type_name[k->core], hg_device_spec(dev));
     }
     return 0;
 }

@@ -98,7 +98,7 @@ static int hosts_layout(exec_hosts *h, hg_err *e)
         const graph_task *task = &g->tasks[t];
         h->pred_first[t] = edge;
         edge += task->npreds;
-        if (!task->host_step)
+        if (!graph_task_kernel(g, task)->host_step)
             continue;
         h->stage_at[k++] = at;
         const graph_arg *args = graph_task_args(g, task);
@@ -168,8 +168,8 @@ static int host_call(exec_hosts *h, uint32_t k, uint32_t t, uint32_t helper, hg_
                               .scalars = graph_task_scalars(h->g, task),
                               .nscalars = task->nscalars,
                               .core = helper,
-                              .core_type = task->core};
-    int krc = exec_call(task->fn, &kc, h->counts);
+                              .core_type = graph_task_kernel(h->g, task)->core};
+    int krc = exec_call(graph_task_kernel(h->g, task)->fn, &kc, h->counts);
     return krc == 0 ? 0 : err_set(e, HG_EKERNEL, "failed with code %d", krc);
 }
 
@@ -180,7 +180,8 @@ static void host_failed(exec_hosts *h, uint32_t t, const hg_err *why)
     const graph *g = h->g;
     if (t < h->bad_task) {
         h->bad_task = t;
-        err_set(&h->bad, why->code, "task %u (kernel '%s') %s", t, g->tasks[t].name, why->msg);
+        err_set(&h->bad, why->code, "task %u (kernel '%s') %s", t,
+                graph_task_kernel(g, &g->tasks[t])->name, why->msg);
     }
     uint32_t n = 0;
     h->walk[n++] = t;
@@ -269,7 +270,7 @@ int exec_hosts_start(hg_device *dev, const graph *g, exec_counts *counts, hg_dev
     *out = NULL;
     uint32_t nsteps = 0;
     for (uint32_t t = 0; t < g->ntasks; t++)
-        nsteps += g->tasks[t].host_step;
+        nsteps += graph_task_kernel(g, &g->tasks[t])->host_step;
     if (nsteps == 0)
         return 0;
     exec_hosts *h = hosts_alloc(g, nsteps);

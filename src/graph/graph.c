@@ -113,6 +113,8 @@ void graph_free(graph *g)
     free(g->edge_from);
     free(g->edge_to);
     free(g->exec_words);
+    free(g->kernels);
+    free(g->kernel_slots);
     graph_init(g);
 }
 
@@ -125,6 +127,79 @@ void graph_swap_records(graph *a, graph *b)
     b->scratch = a->scratch;
     a->scratch = t.scratch;
 }
+
+/* ------------------------------------------------------------- kernels */
+
+static bool kernel_same(const graph_kernel *a, const graph_kernel *b)
+{
+    return a->fn == b->fn && a->name == b->name && a->dev_kernel == b->dev_kernel &&
+           a->core == b->core && a->host_step == b->host_step;
+}
+
+/* Names are interned, so their pointers stand for them. */
+static size_t kernel_hash(const graph_kernel *k, uint32_t cap)
+{
+    uint64_t h = (uint64_t)(uintptr_t)k->name;
+    h = (h ^ (uint64_t)(uintptr_t)k->fn) * 0x9e3779b97f4a7c15ull;
+    h = (h ^ (uint64_t)(uintptr_t)k->dev_kernel) * 0x9e3779b97f4a7c15ull;
+    h ^= (uint64_t)k->core << 1 | (uint64_t)k->host_step;
+    return (size_t)((h ^ h >> 29) & (cap - 1));
+}
+
+/* The slot holding an entry equal to k, or the empty one where it goes. */
+static uint32_t *kernel_slot(const graph *g, const graph_kernel *k)
+{
+    size_t i = kernel_hash(k, g->cap_kernel_slots);
+    while (g->kernel_slots[i] != GRAPH_NO_KERNEL &&
+           !kernel_same(&g->kernels[g->kernel_slots[i]], k))
+        i = (i + 1) & (g->cap_kernel_slots - 1);
+    return &g->kernel_slots[i];
+}
+
+/* Doubles the slots (16 to start) and puts every entry back. */
+static int grow_kernel_slots(graph *g)
+{
+    const uint32_t cap = g->cap_kernel_slots ? 2 * g->cap_kernel_slots : 16;
+    uint32_t *slots = malloc((size_t)cap * sizeof *slots);
+    if (cap > NONE / 2 || slots == NULL) {
+        free(slots);
+        return HG_ENOMEM;
+    }
+    memset(slots, 0xff, (size_t)cap * sizeof *slots); /* GRAPH_NO_KERNEL */
+    free(g->kernel_slots);
+    g->kernel_slots = slots;
+    g->cap_kernel_slots = cap;
+    for (uint32_t i = 0; i < g->nkernels; i++)
+        *kernel_slot(g, &g->kernels[i]) = i;
+    return 0;
+}
+
+/* k's entry (k->name interned), added if the graph holds none equal.
+ * O(1) expected: the last submit's kernel first, then the hash. */
+static int kernel_index(graph *g, const graph_kernel *k, uint32_t *out)
+{
+    if (g->last_kernel < g->nkernels && kernel_same(&g->kernels[g->last_kernel], k)) {
+        *out = g->last_kernel;
+        return 0;
+    }
+    int rc = 0;
+    if (2 * ((uint64_t)g->nkernels + 1) > g->cap_kernel_slots)
+        rc = grow_kernel_slots(g);
+    if (rc == 0)
+        rc = graph_grow(&g->kernels, &g->cap_kernels, (uint64_t)g->nkernels + 1,
+                        sizeof(graph_kernel));
+    if (rc != 0)
+        return rc;
+    uint32_t *slot = kernel_slot(g, k);
+    if (*slot == GRAPH_NO_KERNEL) {
+        g->kernels[g->nkernels] = *k;
+        *slot = g->nkernels++;
+    }
+    *out = g->last_kernel = *slot;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- tasks */
 
 static int check_lists(const graph *g, const hg_kernel *kernel, const graph_targ *args,
                        uint32_t nargs, const uint64_t *scalars, uint32_t nscalars,
@@ -214,14 +289,12 @@ static void record_arg(graph *g, const graph_targ *t)
 
 /* Records the task and its edges from `preds`; every array was reserved, so
  * this cannot fail. */
-static void record_task(graph *g, const hg_kernel *kernel, const char *name, const graph_targ *args,
-                        uint32_t nargs, const uint64_t *scalars, uint32_t nscalars,
-                        const uint32_t *preds, uint32_t npreds)
+static void record_task(graph *g, uint32_t kernel, const graph_targ *args, uint32_t nargs,
+                        const uint64_t *scalars, uint32_t nscalars, const uint32_t *preds,
+                        uint32_t npreds)
 {
     const uint32_t id = g->ntasks++;
-    g->tasks[id] = (graph_task){.fn = kernel->fn,
-                                .core = kernel->core,
-                                .name = name,
+    g->tasks[id] = (graph_task){.kernel = kernel,
                                 .args_first = g->nargs,
                                 .nargs = nargs,
                                 .scalars_first = g->nscalars,
@@ -243,6 +316,15 @@ int graph_add_task(graph *g, const hg_kernel *kernel, const graph_targ *args, ui
                    const uint64_t *scalars, uint32_t nscalars, const hg_task_id *deps,
                    uint32_t ndeps, hg_task_id *out, hg_err *e)
 {
+    return graph_add_device_task(g, kernel, NULL, false, args, nargs, scalars, nscalars, deps,
+                                 ndeps, out, e);
+}
+
+int graph_add_device_task(graph *g, const hg_kernel *kernel, const void *dev_kernel, bool host_step,
+                          const graph_targ *args, uint32_t nargs, const uint64_t *scalars,
+                          uint32_t nscalars, const hg_task_id *deps, uint32_t ndeps,
+                          hg_task_id *out, hg_err *e)
+{
     int rc = check_lists(g, kernel, args, nargs, scalars, nscalars, deps, ndeps, e);
     if (rc == 0)
         rc = check_task(g, args, nargs, deps, ndeps, e);
@@ -251,9 +333,15 @@ int graph_add_task(graph *g, const hg_kernel *kernel, const graph_targ *args, ui
     if (rc != 0)
         return rc;
     const uint32_t id = g->ntasks;
-    const char *name = kernel->name ? intern_get(&g->names, kernel->name) : "(unnamed)";
-    if (name == NULL)
-        return err_set(e, HG_ENOMEM, "task %u: cannot copy kernel name '%s'", id, kernel->name);
+    graph_kernel k = {.fn = kernel->fn,
+                      .name = kernel->name ? intern_get(&g->names, kernel->name) : "(unnamed)",
+                      .dev_kernel = dev_kernel,
+                      .core = kernel->core,
+                      .host_step = host_step};
+    uint32_t kernel_at;
+    if (k.name == NULL || kernel_index(g, &k, &kernel_at) != 0)
+        return err_set(e, HG_ENOMEM, "task %u: cannot copy kernel '%s'", id,
+                       kernel->name ? kernel->name : "(unnamed)");
     const uint32_t *preds = NULL;
     uint32_t npreds = 0;
     const bool mapped = nargs > 0 || ndeps > 0; /* else: no edge, no access to record */
@@ -267,7 +355,7 @@ int graph_add_task(graph *g, const hg_kernel *kernel, const graph_targ *args, ui
     rc = mapped ? graph_map_update(g, args, nargs, id) : 0;
     if (rc != 0)
         return err_set(e, rc, "task %u: cannot grow the tensor map: %s", id, hg_strerror(rc));
-    record_task(g, kernel, name, args, nargs, scalars, nscalars, preds, npreds);
+    record_task(g, kernel_at, args, nargs, scalars, nscalars, preds, npreds);
     if (out)
         *out = id;
     return 0;

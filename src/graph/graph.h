@@ -15,7 +15,7 @@
  * O(task args + edges) records (tensor_map.c says why).
  *
  * Memory: one graph is reused run after run (graph_reset keeps capacity);
- * per task a 64-byte record, 24 bytes a task arg (96 more for an arg that is
+ * per task a 32-byte record, 24 bytes a task arg (96 more for an arg that is
  * not dense 1-D), 8 a scalar and 12 an edge.
  */
 #ifndef HG_GRAPH_GRAPH_H
@@ -76,14 +76,20 @@ typedef struct graph_shape {
     size_t strides[HG_MAX_DIMS];
 } graph_shape;
 
-/* A task keeps what it needs of its kernel record, copied at submit: the
- * record and its name need not outlive graph_add_task. */
-typedef struct graph_task {
+/* What a task runs: the graph keeps one entry per distinct (function, core
+ * type, name, queue kernel, host step), copied at submit, so a kernel record
+ * and its name need not outlive graph_add_task and a task record stays 32
+ * bytes (a task record per task is fresh memory on a first run). */
+typedef struct graph_kernel {
     hg_kernel_fn fn;
+    const char *name;       /* interned in graph.names; "(unnamed)" for NULL */
+    const void *dev_kernel; /* a queue device's kernel handle, or NULL */
     hg_core_type core;
-    const char *name;                 /* interned in graph.names; "(unnamed)" for NULL */
-    const void *dev_kernel;           /* a queue device's kernel handle (set at submit) */
-    bool host_step;                   /* hg_task_submit_host_step: staged on a queue device */
+    bool host_step; /* hg_task_submit_host_step: staged on a queue device */
+} graph_kernel;
+
+typedef struct graph_task {
+    uint32_t kernel;                  /* into graph.kernels */
     uint32_t args_first, nargs;       /* into graph.args */
     uint32_t scalars_first, nscalars; /* into graph.scalars */
     uint32_t npreds;                  /* distinct predecessors */
@@ -110,11 +116,19 @@ typedef struct graph {
      * time uses them. */
     uint32_t *exec_words;
     uint32_t cap_exec_words;
-    /* Kernel names, one copy per distinct name, kept across graph_reset:
-     * O(distinct names) memory, and a submit of a name already held
-     * allocates nothing. */
+    /* Kernel names, one copy per distinct name, and the kernels tasks run,
+     * one entry per distinct kernel (kernel_slots: their indices by hash,
+     * open addressing, at most half full; last_kernel: the one the last
+     * submit ran), all kept across graph_reset: O(distinct kernels) memory,
+     * and a submit of a kernel already held allocates nothing. */
     intern_table names;
+    graph_kernel *kernels;
+    uint32_t nkernels, cap_kernels;
+    uint32_t *kernel_slots; /* GRAPH_NO_KERNEL: empty */
+    uint32_t cap_kernel_slots, last_kernel;
 } graph;
+
+#define GRAPH_NO_KERNEL UINT32_MAX
 
 void graph_init(graph *g);
 /* Empties the graph, keeping its memory for the next run. */
@@ -134,6 +148,12 @@ void graph_swap_records(graph *a, graph *b);
 int graph_add_task(graph *g, const hg_kernel *kernel, const graph_targ *args, uint32_t nargs,
                    const uint64_t *scalars, uint32_t nscalars, const hg_task_id *deps,
                    uint32_t ndeps, hg_task_id *out, hg_err *e);
+/* The same, for a task a queue device runs with `dev_kernel` (its handle
+ * for the kernel's OpenCL slot), or a host step. */
+int graph_add_device_task(graph *g, const hg_kernel *kernel, const void *dev_kernel, bool host_step,
+                          const graph_targ *args, uint32_t nargs, const uint64_t *scalars,
+                          uint32_t nscalars, const hg_task_id *deps, uint32_t ndeps,
+                          hg_task_id *out, hg_err *e);
 
 /* What the tensor map holds and has done since graph_reset: for tests and
  * benchmarks, which check that it grows linearly with the tasks. */
@@ -189,6 +209,10 @@ static inline graph_targ graph_arg_expand(const graph *g, const graph_arg *a)
     return t;
 }
 
+static inline const graph_kernel *graph_task_kernel(const graph *g, const graph_task *t)
+{
+    return &g->kernels[t->kernel];
+}
 static inline const uint64_t *graph_task_scalars(const graph *g, const graph_task *t)
 {
     return g->scalars + t->scalars_first;

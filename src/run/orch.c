@@ -185,12 +185,10 @@ static int submit(hg_orch *o, const hg_task_desc *d, bool host_step, hg_task_id 
             return orch_fail(o, rc);
     }
     hg_task_id id;
-    rc = graph_add_task(&r->graph, d->kernel, targs, d->nargs, d->scalars, d->nscalars, d->deps,
-                        d->ndeps, &id, &r->err);
+    rc = graph_add_device_task(&r->graph, d->kernel, dev_kernel, host_step, targs, d->nargs,
+                               d->scalars, d->nscalars, d->deps, d->ndeps, &id, &r->err);
     if (rc != 0)
         return orch_fail(o, rc);
-    r->graph.tasks[id].dev_kernel = dev_kernel;
-    r->graph.tasks[id].host_step = host_step;
     if (r->replay.on) {
         rc = replay_note_task(&r->replay, d, &r->err);
         if (rc != 0)

@@ -95,6 +95,8 @@ uint64_t replay_bytes(const replay_state *rs)
     uint64_t b =
         (uint64_t)g->cap_tasks * sizeof(graph_task) + (uint64_t)g->cap_args * sizeof(graph_arg) +
         (uint64_t)g->cap_shapes * sizeof(graph_shape) +
+        (uint64_t)g->cap_kernels * sizeof(graph_kernel) +
+        (uint64_t)g->cap_kernel_slots * sizeof(uint32_t) +
         (uint64_t)g->cap_scalars * sizeof(uint64_t) + (uint64_t)g->cap_edges * 3 * sizeof(uint32_t);
     b += log_bytes(&rs->rec);
     b += (uint64_t)rs->cap_args * sizeof *rs->args + rs->names_cap;

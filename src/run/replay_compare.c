@@ -84,12 +84,13 @@ static const char *targ_diff(const graph_targ *a, const graph_targ *b)
 static int task_diff(const graph *r, const graph *g, uint32_t t, hg_err *e)
 {
     const graph_task *a = &r->tasks[t], *b = &g->tasks[t];
-    const char *name = b->name;
+    const graph_kernel *ka = graph_task_kernel(r, a), *kb = graph_task_kernel(g, b);
+    const char *name = kb->name;
 #define DIFF(...) err_set(e, HG_ESTALE, "replay: task %u ('%s'): " __VA_ARGS__)
-    if (a->fn != b->fn || a->dev_kernel != b->dev_kernel || a->host_step != b->host_step ||
-        strcmp(a->name, b->name) != 0)
-        return DIFF("kernel is '%s' in the recording " UNDECLARED, t, name, a->name);
-    if (a->core != b->core)
+    if (ka->fn != kb->fn || ka->dev_kernel != kb->dev_kernel || ka->host_step != kb->host_step ||
+        strcmp(ka->name, kb->name) != 0)
+        return DIFF("kernel is '%s' in the recording " UNDECLARED, t, name, ka->name);
+    if (ka->core != kb->core)
         return DIFF("core type differs " UNDECLARED, t, name);
     if (a->nargs != b->nargs)
         return DIFF("%u args, %u in the recording " UNDECLARED, t, name, b->nargs, a->nargs);

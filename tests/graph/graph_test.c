@@ -620,6 +620,57 @@ TEST(task_args_come_back_as_submitted_and_dense_ones_take_no_shape)
     graph_free(&g);
 }
 
+static int other_fn(const hg_kernel_ctx *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
+TEST(tasks_share_one_entry_per_distinct_kernel)
+{
+    graph g;
+    graph_init(&g);
+    char name_a[] = "a", name_b[] = "b";
+    const hg_kernel ks[] = {
+        {name_a, kernel_fn, HG_CORE_VECTOR, NULL, NULL},
+        {name_b, kernel_fn, HG_CORE_VECTOR, NULL, NULL}, /* another name */
+        {name_a, kernel_fn, HG_CORE_CUBE, NULL, NULL},   /* another core type */
+        {name_a, other_fn, HG_CORE_VECTOR, NULL, NULL},  /* another function */
+        {NULL, kernel_fn, HG_CORE_VECTOR, NULL, NULL},
+    };
+    static const int handle[2];
+    hg_task_id id;
+    for (uint32_t t = 0; t < 10000; t++) {
+        const uint32_t k = t % 7;
+        if (k < 5) {
+            ASSERT_OK(graph_add_task(&g, &ks[k], NULL, 0, NULL, 0, NULL, 0, &id, NULL));
+        } else { /* the first kernel on a queue device, and as a host step */
+            ASSERT_OK(graph_add_device_task(&g, &ks[0], k == 5 ? &handle[0] : NULL, k == 6, NULL, 0,
+                                            NULL, 0, NULL, 0, &id, NULL));
+        }
+    }
+    /* A task record is 32 bytes, whatever its kernel; 7 kernels for 10^4
+     * tasks. */
+    ASSERT_UEQ(sizeof(graph_task), 32);
+    ASSERT_UEQ(g.nkernels, 7);
+    name_a[0] = 'x'; /* the graph keeps its own copy of every name */
+    for (uint32_t t = 0; t < 10000; t++) {
+        const graph_kernel *k = graph_task_kernel(&g, &g.tasks[t]);
+        const hg_kernel *want = &ks[t % 7 < 5 ? t % 7 : 0];
+        ASSERT(k->fn == want->fn && k->core == want->core);
+        ASSERT_STR_EQ(k->name, t % 7 == 1 ? "b" : t % 7 == 4 ? "(unnamed)" : "a");
+        ASSERT(k->dev_kernel == (t % 7 == 5 ? (const void *)&handle[0] : NULL));
+        ASSERT(k->host_step == (t % 7 == 6));
+    }
+    /* Kept across graph_reset: the same kernels again add no entry. */
+    graph_reset(&g);
+    name_a[0] = 'a';
+    ASSERT_OK(graph_add_task(&g, &ks[2], NULL, 0, NULL, 0, NULL, 0, &id, NULL));
+    ASSERT_UEQ(g.nkernels, 7);
+    ASSERT_UEQ(graph_task_kernel(&g, &g.tasks[0])->core, HG_CORE_CUBE);
+    graph_free(&g);
+}
+
 int main(void)
 {
     return RUN_TESTS();

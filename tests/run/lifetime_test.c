@@ -299,13 +299,14 @@ TEST(graph_interns_each_distinct_name_once)
         ASSERT_OK(graph_add_task(&g, &k, NULL, 0, NULL, 0, NULL, 0, &id, NULL));
     }
     ASSERT_UEQ(intern_count(&g.names), 3);
-    ASSERT_STR_EQ(g.tasks[99999].name, "k0");
-    ASSERT(g.tasks[0].name == g.tasks[99999].name); /* one copy */
+    ASSERT_STR_EQ(graph_task_kernel(&g, &g.tasks[99999])->name, "k0");
+    ASSERT(graph_task_kernel(&g, &g.tasks[0])->name ==
+           graph_task_kernel(&g, &g.tasks[99999])->name); /* one copy */
     graph_reset(&g);
     hg_kernel unnamed = {NULL, k_wrong, HG_CORE_VECTOR, NULL, NULL};
     hg_task_id id;
     ASSERT_OK(graph_add_task(&g, &unnamed, NULL, 0, NULL, 0, NULL, 0, &id, NULL));
-    ASSERT_STR_EQ(g.tasks[0].name, "(unnamed)");
+    ASSERT_STR_EQ(graph_task_kernel(&g, &g.tasks[0])->name, "(unnamed)");
     ASSERT_UEQ(intern_count(&g.names), 3); /* kept across reset */
     graph_free(&g);
 }
