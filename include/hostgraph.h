@@ -511,7 +511,9 @@ int hg_orch_find_arg(const hg_orch *o, const char *name);
 /* The arg as the caller passed it (tensor views are buffer-relative). */
 int hg_orch_arg(const hg_orch *o, uint32_t arg, const hg_arg **out);
 /* A host pointer to the arg's first element, for reading on the host.
- * HG_ENOHOSTVIEW if the arg is only a device view; HG_EINVAL for scalars. */
+ * HG_ENOHOSTVIEW if the arg is only a device view; HG_EINVAL for scalars.
+ * With replay on, the read is recorded (hg_runner_set_replay): read an arg
+ * on the host through this call, not through its buffer's data. */
 int hg_orch_host_view(hg_orch *o, uint32_t arg, const void **out);
 /* Run-owned device scratch of the given dense shape.  The runner pools it:
  * at release it is kept for a later run that asks for the same size (so an
@@ -678,7 +680,9 @@ void hg_runner_set_verify(hg_runner *r, bool on);
  *     Anything else orchestrates again and records anew;
  *   - what the orchestration depends on outside its args (the contents of
  *     its user pointer, globals) is the caller's to declare, with
- *     hg_runner_invalidate_replay;
+ *     hg_runner_invalidate_replay; so is a host read that did not go
+ *     through hg_orch_host_view (hg_hostbuf_data of an arg's buffer): only
+ *     hg_orch_host_view's reads are recorded;
  *   - with verify mode also on (hg_runner_set_verify), a run that would
  *     replay orchestrates too: a host view read in the recording whose
  *     bytes changed at the same generation (a write that bypassed the API)
@@ -687,7 +691,9 @@ void hg_runner_set_verify(hg_runner *r, bool on);
  *     a new graph that differs from the recording (tasks, kernels, args'
  *     device ranges, dtypes, shapes, strides, access, scalars,
  *     dependencies, scratch, written views, host reads) fails it with
- *     HG_ESTALE naming the task and the field, before either graph runs
+ *     HG_ESTALE naming the task and the field (a scratch or a host read by
+ *     its index and arg; a task one graph has beyond the other's last by
+ *     its index and kernel), before either graph runs
  *     (so no task runs, nothing is copied back); the recording is dropped;
  *   - bind, residency, upload, copy-back, publish and release are the same
  *     as for an orchestrated run: a replayed run's bytes and results equal

@@ -140,11 +140,12 @@ int replay_match(replay_state *rs, const hg_callable *c, const hg_arg *args, uin
  * 1 when placed; HG_EDEVMEM, HG_ENOMEM, HG_ELIMIT from taking scratch. */
 int replay_place(replay_state *rs, stage_plan *p, hg_device *dev, bool orchestrated, hg_err *e);
 /* Verify mode, after the orchestration ran again (its log in `cur`): 0
- * when its scratch, host reads and written views equal the recording's,
- * else HG_ESTALE naming the difference. */
+ * when its scratch and host reads equal the recording's, else HG_ESTALE
+ * naming the difference. */
 int replay_compare_log(const replay_state *rs, hg_err *e);
-/* Verify mode, after replay_place: 0 when graph g equals the placed
- * recording, else HG_ESTALE naming the task and the field. */
+/* Verify mode, after replay_place: 0 when graph g (and the views its tasks
+ * wrote) equal the placed recording, else HG_ESTALE naming the task and the
+ * field. */
 int replay_compare_graph(const replay_state *rs, const graph *g, hg_err *e);
 /* After a successful orchestrated run: its graph and log become the
  * recording (the old one's memory becomes the working graph's), and its

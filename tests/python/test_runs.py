@@ -168,8 +168,22 @@ def test_replay_from_python():
         runner.invalidate_replay()
         assert runner.replay_bytes == 0
         assert runner.run(case.callable, case.args).replayed == 0
-    with hg.Device("sim") as dev, hg.Runner(dev) as runner:
+    with hg.SceneCase("bgemm") as case, hg.Device("sim") as dev, hg.Runner(dev) as runner:
         assert not runner.replay
+        # Off by default in the library too: the same call orchestrates each time.
+        runs = [runner.run(case.callable, case.args) for _ in range(2)]
+        assert [r.replayed for r in runs] == [0, 0] and runner.replay_bytes == 0
+
+
+def test_compare_scene_with_replay():
+    report = hg.compare_scene("vector_add", rounds=3, replay=True)
+    assert set(report["modes"]) == {"off", "pin", "in", "all"}
+    for mode, r in report["modes"].items():
+        assert r["replay"] is True, mode
+        assert [x["replayed"] for x in r["rounds"]] == [0, 1, 1], mode
+        assert r["error"] is None and [x["golden"] for x in r["rounds"]] == ["pass"] * 3, mode
+    off = hg.compare_scene("vector_add", rounds=2)
+    assert all([x["replayed"] for x in r["rounds"]] == [0, 0] for r in off["modes"].values())
 
 
 def test_a_callable_from_the_example_shared_object(example_lib):

@@ -197,7 +197,10 @@ TEST(replay_is_off_by_default)
 {
     fx f;
     fx_open(&f, "sim:cores=2", HG_STAGED);
-    hg_runner_set_replay(f.r, false);
+    /* A runner as hg_runner_open makes it: hg_runner_set_replay never
+     * called. */
+    hg_runner_close(f.r);
+    ASSERT_OK(hg_runner_open(f.dev, &f.r));
     for (int i = 0; i < 3; i++) {
         ASSERT_OK(fx_run(&f));
         ASSERT_EQ(f.s.replayed, 0);
@@ -441,6 +444,128 @@ TEST(verify_catches_undeclared_global)
     fx_close(&f);
 }
 
+/* What orch_variant changes in task 3 (or in the graph), behind the
+ * runner's back: a global. */
+enum variant {
+    V_NONE,
+    V_KERNEL,
+    V_RANGE,
+    V_NDIMS,
+    V_DTYPE,
+    V_ACCESS,
+    V_SCALAR,
+    V_DEP,
+    V_MORE,
+    V_FEWER,
+    V_READ,
+    V_SCRATCH,
+    V_COUNT
+};
+static enum variant g_variant;
+
+/* CHUNKS tasks, in[c] -> out[c], each detail as g_variant says. */
+static int orch_variant(hg_orch *o, void *user)
+{
+    orch_ctx *c = user;
+    c->orchestrations++;
+    const hg_arg *in, *out;
+    hg_orch_arg(o, 0, &in);
+    hg_orch_arg(o, 1, &out);
+    if (g_variant == V_READ) {
+        const void *p;
+        if (hg_orch_host_view(o, 2, &p) != 0)
+            return HG_EINVAL;
+    }
+    if (g_variant == V_SCRATCH) {
+        size_t shape[1] = {N};
+        uint32_t arg;
+        if (hg_orch_scratch(o, "tmp", HG_F32, 1, shape, &arg, NULL) != 0)
+            return HG_EINVAL;
+    }
+    const size_t ch = N / CHUNKS;
+    const uint32_t ntasks = CHUNKS + (g_variant == V_MORE) - (g_variant == V_FEWER);
+    for (uint32_t k = 0; k < ntasks; k++) {
+        const bool here = k == 3;
+        hg_task_arg ta[2] = {{0, HG_IN, {0}}, {1, HG_OUT, {0}}};
+        hg_tensor_slice(&in->tensor, 0, (k % CHUNKS) * ch, ch, &ta[0].view);
+        hg_tensor_slice(&out->tensor, 0, (k % CHUNKS) * ch, ch, &ta[1].view);
+        uint64_t sc[2] = {here && g_variant == V_SCALAR ? 3 : 2, 0};
+        const hg_task_id first = 0;
+        hg_task_desc d = {&K_SCALE, ta, 2, sc, 2, NULL, 0};
+        if (here && g_variant == V_KERNEL)
+            d.kernel = &K_NOP;
+        if (here && g_variant == V_RANGE)
+            hg_tensor_slice(&in->tensor, 0, k * ch + 1, ch - 1, &ta[0].view);
+        if (here && g_variant == V_NDIMS) { /* the same bytes as 2 rows */
+            ta[0].view.ndims = 2;
+            ta[0].view.shape[0] = 2;
+            ta[0].view.shape[1] = ch / 2;
+            ta[0].view.strides[0] = ch / 2;
+            ta[0].view.strides[1] = 1;
+        }
+        if (here && g_variant == V_DTYPE)
+            ta[0].view.dtype = HG_I32;
+        if (here && g_variant == V_ACCESS)
+            ta[1].access = HG_INOUT;
+        if (here && g_variant == V_DEP) {
+            d.deps = &first;
+            d.ndeps = 1;
+        }
+        int rc = hg_task_submit(o, &d, NULL);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* Verify compares every part of the graph: whatever detail an undeclared
+ * global changed, the run fails with HG_ESTALE naming the task (or the
+ * scratch or host read) and the field, runs no kernel, changes no host
+ * byte and drops the recording. */
+TEST(verify_names_each_field_that_differs)
+{
+    static const char *const want[V_COUNT][2] = {
+        [V_KERNEL] = {"task 3 ('nop')", "kernel is 'scale' in the recording"},
+        [V_RANGE] = {"task 3 ('scale')", "arg 0: device range differs"},
+        [V_NDIMS] = {"task 3 ('scale')", "arg 0: ndims differs"},
+        [V_DTYPE] = {"task 3 ('scale')", "arg 0: dtype differs"},
+        [V_ACCESS] = {"task 3 ('scale')", "arg 1: access differs"},
+        [V_SCALAR] = {"task 3 ('scale')", "scalar 0 is 3, 2 in the recording"},
+        [V_DEP] = {"task 3 ('scale')", "dependencies differ"},
+        [V_MORE] = {"submitted 9 tasks, the recording 8",
+                    "task 8 ('scale') is not in the recording"},
+        [V_FEWER] = {"submitted 7 tasks, the recording 8", "task 7 ('scale') was not submitted"},
+        [V_READ] = {"read 1 host views, the recording 0", "hg_runner_invalidate_replay"},
+        [V_SCRATCH] = {"took 1 scratch, the recording 0", "hg_runner_invalidate_replay"},
+    };
+    for (int v = V_KERNEL; v < V_COUNT; v++) {
+        fx f;
+        fx_open(&f, "sim:cores=2", HG_STAGED);
+        f.c.orchestrate = orch_variant;
+        hg_runner_set_verify(f.r, true);
+        g_variant = V_NONE;
+        ASSERT_OK(fx_run(&f));
+        ASSERT_OK(fx_run(&f));
+        ASSERT_EQ(f.s.replayed, 1);
+        ASSERT(out_is(&f, 2, 0));
+        g_variant = (enum variant)v;
+        const int calls = atomic_load(&kernel_calls);
+        const uint64_t gen = hg_hostbuf_generation(f.out);
+        ASSERT_EQ(fx_run(&f), HG_ESTALE);
+        const char *msg = hg_runner_errmsg(f.r);
+        if (strstr(msg, want[v][0]) == NULL || strstr(msg, want[v][1]) == NULL)
+            printf("  variant %d: %s\n", v, msg);
+        ASSERT(strstr(msg, want[v][0]) != NULL);
+        ASSERT(strstr(msg, want[v][1]) != NULL);
+        ASSERT_EQ(atomic_load(&kernel_calls), calls);
+        ASSERT_UEQ(hg_hostbuf_generation(f.out), gen);
+        ASSERT(out_is(&f, 2, 0));
+        ASSERT_UEQ(hg_runner_replay_bytes(f.r), 0);
+        fx_close(&f);
+    }
+    g_variant = V_NONE;
+}
+
 /* A failed run keeps no recording of its own, whatever stage failed. */
 TEST(failed_run_records_nothing)
 {
@@ -658,6 +783,11 @@ TEST(recording_memory_is_linear)
      * a constant (args, names, first capacities). */
     ASSERT_ULE(b8, 512ull * (large + 2ull * large) + 65536);
     ASSERT_ULE(b8, b1 * 8 + b1 / 4);
+    /* And no less: 8x the tasks hold at least 6x the bytes, and at least a
+     * task record and its two task args a task (not a count that stays
+     * put or undercounts). */
+    ASSERT_UGE(b8, 6 * b1);
+    ASSERT_UGE(b8, (uint64_t)large * (sizeof(graph_task) + 2 * sizeof(graph_arg)));
     for (int k = 0; k < 6; k++) /* replaced again and again: no growth */
         ASSERT_ULE(recording_bytes(&f, k % 2 ? &small : &large), 2 * b8);
     hg_runner_invalidate_replay(f.r);
