@@ -49,7 +49,13 @@
  * inserts, but their misses to memory overlap (frag at 10^6 tasks: ~27%
  * less map time).  A task's dependencies are told apart by a scan of its
  * list up to DEDUPE_SCAN, by marks in seen[] (a miss each in a large
- * graph) only past that.
+ * graph) only past that.  A read arg of up to WG_SPAN 1 KiB granules that
+ * no write record covers (graph_map.wg_bits: one bit per granule modulo
+ * 1 GiB, set by every write of up to WG_SPAN granules, O(1) each; a wider
+ * write turns the filter off until graph_reset, which clears the words set,
+ * O(words)) skips the write tree's search: it would find nothing (frag at
+ * 10^6 tasks: 3 in 4 reads skip, ~20% less map time).  Memory: 192 KiB a
+ * map, taken at its first write.
  *
  * Invariants: write records are disjoint and non-empty; read records are
  * non-empty and lie on bytes their task read and nobody wrote since; a
@@ -103,7 +109,26 @@ typedef struct graph_map {
     graph_tree_entry pend[GRAPH_TREE_BATCH];
     uint32_t npend;
     uint64_t deferred; /* read records that went through pend */
+    /* The written granules (written_mark): a read whose granules hold no
+     * write skips the write tree's search, which at 10^6 scattered reads
+     * is a chain of misses (~85 ns a read on frag).  Bit g % WG_BITS is set
+     * for every WG_GRANULE bytes g a write record has ever covered since
+     * graph_reset (write records only shrink or get replaced by writes,
+     * which mark their own): no false "unwritten", only false "written"
+     * (aliasing), which costs a search.  wg_words lists the words set, so
+     * graph_reset clears only those.  A write too wide to mark turns the
+     * filter off until graph_reset. */
+    uint64_t *wg_bits;
+    uint32_t *wg_words;
+    uint32_t nwg_words;
+    bool wg_off;
+    uint64_t wg_skips; /* write-tree searches the filter saved */
 } graph_map;
+
+#define WG_SHIFT 10         /* a granule: 1 KiB of device bytes */
+#define WG_BITS  (1u << 20) /* 128 KiB of bits: 1 GiB of granules unaliased */
+#define WG_WORDS (WG_BITS / 64)
+#define WG_SPAN  64 /* granules a write marks, or a read checks, at most */
 
 static graph_map *map_of(graph *g)
 {
@@ -264,6 +289,64 @@ static int write_record_deps(void *ctx, const graph_tree_entry *r)
     return dep_add(q->m, r->task);
 }
 
+/* ------------------------------------------------- written granules */
+
+/* True when no write record can overlap [lo, hi) (non-empty). */
+static bool written_none(const graph_map *m, hg_devaddr lo, hg_devaddr hi)
+{
+    if (m->wg_bits == NULL)
+        return !m->wg_off; /* nothing written since graph_reset */
+    if (m->wg_off)
+        return false;
+    const uint64_t g0 = lo >> WG_SHIFT, g1 = (hi - 1) >> WG_SHIFT;
+    if (g1 - g0 >= WG_SPAN)
+        return false;
+    for (uint64_t g = g0; g <= g1; g++) {
+        const uint32_t b = (uint32_t)(g % WG_BITS);
+        if (m->wg_bits[b / 64] >> (b % 64) & 1)
+            return false;
+    }
+    return true;
+}
+
+/* Marks [lo, hi) (non-empty) written; HG_ENOMEM if the bits cannot be
+ * allocated (nothing changed then). */
+static int written_mark(graph_map *m, hg_devaddr lo, hg_devaddr hi)
+{
+    const uint64_t g0 = lo >> WG_SHIFT, g1 = (hi - 1) >> WG_SHIFT;
+    if (m->wg_off || g1 - g0 >= WG_SPAN) {
+        m->wg_off = true;
+        return 0;
+    }
+    if (m->wg_bits == NULL) {
+        m->wg_bits = calloc(WG_WORDS, sizeof *m->wg_bits);
+        m->wg_words = malloc(WG_WORDS * sizeof *m->wg_words);
+        if (m->wg_bits == NULL || m->wg_words == NULL) {
+            free(m->wg_bits);
+            free(m->wg_words);
+            m->wg_bits = NULL;
+            m->wg_words = NULL;
+            return HG_ENOMEM;
+        }
+    }
+    for (uint64_t g = g0; g <= g1; g++) {
+        const uint32_t b = (uint32_t)(g % WG_BITS);
+        if (m->wg_bits[b / 64] == 0)
+            m->wg_words[m->nwg_words++] = b / 64; /* each word once: at most WG_WORDS */
+        m->wg_bits[b / 64] |= (uint64_t)1 << (b % 64);
+    }
+    return 0;
+}
+
+/* Forgets every mark: O(words marked). */
+static void written_reset(graph_map *m)
+{
+    for (uint32_t i = 0; i < m->nwg_words; i++)
+        m->wg_bits[m->wg_words[i]] = 0;
+    m->nwg_words = 0;
+    m->wg_off = false;
+}
+
 /* Adds the tasks an access of a's (non-empty) range must follow. */
 static int arg_deps(graph_map *m, const graph_targ *a)
 {
@@ -272,6 +355,10 @@ static int arg_deps(graph_map *m, const graph_targ *a)
     int rc = 0;
     if (a->write)
         rc = graph_tree_visit(&m->pool, &m->reads, a->lo, a->hi, read_record_deps, &q);
+    if (rc == 0 && !a->write && written_none(m, a->lo, a->hi)) {
+        m->wg_skips++;
+        return 0;
+    }
     if (rc == 0)
         rc = graph_tree_visit(&m->pool, &m->writes, a->lo, a->hi, write_record_deps, &q);
     return rc;
@@ -333,7 +420,9 @@ static int map_write(graph_map *m, const graph_targ *a, uint32_t task)
 {
     const graph_tree_entry w = {a->lo, a->hi, task, NONE};
     bool placed;
-    int rc = tree_remove(m, &m->reads, a->lo, a->hi, NULL, &placed);
+    int rc = written_mark(m, a->lo, a->hi);
+    if (rc == 0)
+        rc = tree_remove(m, &m->reads, a->lo, a->hi, NULL, &placed);
     if (rc == 0)
         rc = tree_remove(m, &m->writes, a->lo, a->hi, &w, &placed);
     if (rc == 0 && !placed)
@@ -491,7 +580,8 @@ void graph_map_reset(graph *g)
         graph_tree_init(&m->reads);
         m->free_readers = NONE;
         m->ndeps = m->nruns = m->npieces = m->nreaders = m->pin_next = m->npend = 0;
-        m->steps = m->mark_extends = m->dep_marks = m->deferred = 0;
+        m->steps = m->mark_extends = m->dep_marks = m->deferred = m->wg_skips = 0;
+        written_reset(m);
         m->broken = false;
     }
 }
@@ -506,6 +596,8 @@ void graph_map_free(graph *g)
         free(m->runs);
         free(m->pieces);
         free(m->readers);
+        free(m->wg_bits);
+        free(m->wg_words);
         free(m);
     }
     g->scratch = NULL;
@@ -533,5 +625,6 @@ void graph_map_more_stats(const graph *g, graph_map_more *out)
         *out = (graph_map_more){.deferred = m->deferred,
                                 .batches = m->pool.batches,
                                 .prefetched = m->pool.prefetched,
-                                .dep_marks = m->dep_marks};
+                                .dep_marks = m->dep_marks,
+                                .unwritten_reads = m->wg_skips};
 }

@@ -33,10 +33,11 @@ int graph_map_update(graph *g, const graph_targ *args, uint32_t nargs, uint32_t 
 /* Counts beyond graph_map_counts (graph.h), since graph_reset: for tests
  * and benchmarks. */
 typedef struct graph_map_more {
-    uint64_t deferred;   /* read records made pending, then inserted in batches */
-    uint64_t batches;    /* batches whose tree paths were asked for at once */
-    uint64_t prefetched; /* nodes those batches visited (not in steps) */
-    uint64_t dep_marks;  /* dependencies told apart by per-task marks, not a scan */
+    uint64_t deferred;        /* read records made pending, then inserted in batches */
+    uint64_t batches;         /* batches whose tree paths were asked for at once */
+    uint64_t prefetched;      /* nodes those batches visited (not in steps) */
+    uint64_t dep_marks;       /* dependencies told apart by per-task marks, not a scan */
+    uint64_t unwritten_reads; /* reads whose granules no write covered: no search */
 } graph_map_more;
 
 void graph_map_more_stats(const graph *g, graph_map_more *out);
