@@ -54,8 +54,11 @@
  * 1 GiB, set by every write of up to WG_SPAN granules, O(1) each; a wider
  * write turns the filter off until graph_reset, which clears the words set,
  * O(words)) skips the write tree's search: it would find nothing (frag at
- * 10^6 tasks: 3 in 4 reads skip, ~20% less map time).  Memory: 192 KiB a
- * map, taken at its first write.
+ * 10^6 tasks: 3 in 4 reads skip, ~20% less map time).  It starts once the
+ * trees hold WG_FROM nodes (written_start marks the write records so far,
+ * O(records)): a smaller map's searches hit the caches, and a first run of
+ * a small graph pays nothing for the bits.  Memory: 192 KiB a map, taken
+ * when it starts.
  *
  * Invariants: write records are disjoint and non-empty; read records are
  * non-empty and lie on bytes their task read and nobody wrote since; a
@@ -121,14 +124,15 @@ typedef struct graph_map {
     uint64_t *wg_bits;
     uint32_t *wg_words;
     uint32_t nwg_words;
-    bool wg_off;
-    uint64_t wg_skips; /* write-tree searches the filter saved */
+    bool wg_on, wg_off; /* marking since written_start; turned off by a wide write */
+    uint64_t wg_skips;  /* write-tree searches the filter saved */
 } graph_map;
 
 #define WG_SHIFT 10         /* a granule: 1 KiB of device bytes */
 #define WG_BITS  (1u << 20) /* 128 KiB of bits: 1 GiB of granules unaliased */
 #define WG_WORDS (WG_BITS / 64)
-#define WG_SPAN  64 /* granules a write marks, or a read checks, at most */
+#define WG_SPAN  64                       /* granules a write marks, or a read checks, at most */
+#define WG_FROM  GRAPH_TREE_PREFETCH_FROM /* tree nodes (~900 KB) from which it pays */
 
 static graph_map *map_of(graph *g)
 {
@@ -291,12 +295,57 @@ static int write_record_deps(void *ctx, const graph_tree_entry *r)
 
 /* ------------------------------------------------- written granules */
 
-/* True when no write record can overlap [lo, hi) (non-empty). */
-static bool written_none(const graph_map *m, hg_devaddr lo, hg_devaddr hi)
+/* Marks [lo, hi) (non-empty) written, or turns the filter off if it is
+ * wider than WG_SPAN granules. */
+static void written_mark(graph_map *m, hg_devaddr lo, hg_devaddr hi)
 {
-    if (m->wg_bits == NULL)
-        return !m->wg_off; /* nothing written since graph_reset */
-    if (m->wg_off)
+    const uint64_t g0 = lo >> WG_SHIFT, g1 = (hi - 1) >> WG_SHIFT;
+    if (g1 - g0 >= WG_SPAN) {
+        m->wg_off = true;
+        return;
+    }
+    for (uint64_t g = g0; g <= g1; g++) {
+        const uint32_t b = (uint32_t)(g % WG_BITS);
+        if (m->wg_bits[b / 64] == 0)
+            m->wg_words[m->nwg_words++] = b / 64; /* each word once: at most WG_WORDS */
+        m->wg_bits[b / 64] |= (uint64_t)1 << (b % 64);
+    }
+}
+
+static int mark_record(void *ctx, const graph_tree_entry *e)
+{
+    graph_map *m = ctx;
+    written_mark(m, e->lo, e->hi);
+    return m->wg_off; /* stops the walk */
+}
+
+/* Starts the filter once the map outgrows the caches (before, a search is
+ * cheap, and a first run would pay for the bits): marks every write record
+ * so far.  Without memory for the bits the filter stays off; nothing else
+ * changes. */
+static void written_start(graph_map *m)
+{
+    if (m->wg_bits == NULL) {
+        m->wg_bits = calloc(WG_WORDS, sizeof *m->wg_bits);
+        m->wg_words = malloc(WG_WORDS * sizeof *m->wg_words);
+        if (m->wg_bits == NULL || m->wg_words == NULL) {
+            free(m->wg_bits);
+            free(m->wg_words);
+            m->wg_bits = NULL;
+            m->wg_words = NULL;
+            return;
+        }
+    }
+    m->wg_on = true;
+    (void)graph_tree_visit(&m->pool, &m->writes, 0, UINT64_MAX, mark_record, m);
+}
+
+/* True when no write record can overlap [lo, hi) (non-empty). */
+static bool written_none(graph_map *m, hg_devaddr lo, hg_devaddr hi)
+{
+    if (!m->wg_on && !m->wg_off && m->pool.used >= WG_FROM)
+        written_start(m);
+    if (!m->wg_on || m->wg_off)
         return false;
     const uint64_t g0 = lo >> WG_SHIFT, g1 = (hi - 1) >> WG_SHIFT;
     if (g1 - g0 >= WG_SPAN)
@@ -309,42 +358,13 @@ static bool written_none(const graph_map *m, hg_devaddr lo, hg_devaddr hi)
     return true;
 }
 
-/* Marks [lo, hi) (non-empty) written; HG_ENOMEM if the bits cannot be
- * allocated (nothing changed then). */
-static int written_mark(graph_map *m, hg_devaddr lo, hg_devaddr hi)
-{
-    const uint64_t g0 = lo >> WG_SHIFT, g1 = (hi - 1) >> WG_SHIFT;
-    if (m->wg_off || g1 - g0 >= WG_SPAN) {
-        m->wg_off = true;
-        return 0;
-    }
-    if (m->wg_bits == NULL) {
-        m->wg_bits = calloc(WG_WORDS, sizeof *m->wg_bits);
-        m->wg_words = malloc(WG_WORDS * sizeof *m->wg_words);
-        if (m->wg_bits == NULL || m->wg_words == NULL) {
-            free(m->wg_bits);
-            free(m->wg_words);
-            m->wg_bits = NULL;
-            m->wg_words = NULL;
-            return HG_ENOMEM;
-        }
-    }
-    for (uint64_t g = g0; g <= g1; g++) {
-        const uint32_t b = (uint32_t)(g % WG_BITS);
-        if (m->wg_bits[b / 64] == 0)
-            m->wg_words[m->nwg_words++] = b / 64; /* each word once: at most WG_WORDS */
-        m->wg_bits[b / 64] |= (uint64_t)1 << (b % 64);
-    }
-    return 0;
-}
-
 /* Forgets every mark: O(words marked). */
 static void written_reset(graph_map *m)
 {
     for (uint32_t i = 0; i < m->nwg_words; i++)
         m->wg_bits[m->wg_words[i]] = 0;
     m->nwg_words = 0;
-    m->wg_off = false;
+    m->wg_on = m->wg_off = false;
 }
 
 /* Adds the tasks an access of a's (non-empty) range must follow. */
@@ -420,9 +440,9 @@ static int map_write(graph_map *m, const graph_targ *a, uint32_t task)
 {
     const graph_tree_entry w = {a->lo, a->hi, task, NONE};
     bool placed;
-    int rc = written_mark(m, a->lo, a->hi);
-    if (rc == 0)
-        rc = tree_remove(m, &m->reads, a->lo, a->hi, NULL, &placed);
+    if (m->wg_on && !m->wg_off)
+        written_mark(m, a->lo, a->hi);
+    int rc = tree_remove(m, &m->reads, a->lo, a->hi, NULL, &placed);
     if (rc == 0)
         rc = tree_remove(m, &m->writes, a->lo, a->hi, &w, &placed);
     if (rc == 0 && !placed)

@@ -348,43 +348,74 @@ TEST(short_dependency_lists_touch_no_marks)
     graph_free(&g);
 }
 
+/* Scattered 64-byte reads at `at` on, enough that the map outgrows the
+ * caches and the written-granule filter starts. */
+static void grow_map(graph *g, hg_devaddr at)
+{
+    hg_task_id id;
+    for (uint32_t i = 0; i < 40000; i++) {
+        const hg_devaddr lo = at + 128 * (hg_devaddr)((i * 7919u) % 40000);
+        graph_targ a = graph_targ_bytes(lo, lo + 64, true, false);
+        ASSERT_OK(graph_add_task(g, &kern, &a, 1, NULL, 0, NULL, 0, &id, NULL));
+    }
+}
+
+static uint64_t unwritten_reads(const graph *g)
+{
+    graph_map_more more;
+    graph_map_more_stats(g, &more);
+    return more.unwritten_reads;
+}
+
 /* A read whose 1 KiB granules no write covered skips the write tree's
- * search (on frag at 10^6 tasks a chain of misses, ~85 ns a read); the
+ * search (on frag at 10^6 tasks a chain of misses, ~85 ns a read), once
+ * the map outgrows the caches (a small map's searches are cheap).  The
  * granules are bits of an address modulo 1 GiB, so the filter may say
  * "written" wrongly (aliasing: a search) but never "unwritten" wrongly.
  * Counted on frag (most reads skip), then every way it could hide a
- * writer: aliased addresses, a read spanning many granules, a write too
- * wide to mark (the filter goes off), and graph_reset (marks go).  Every
- * edge is checked, so a wrong skip fails. */
+ * writer: a write from before the filter started, aliased addresses, a
+ * read spanning many granules, a write too wide to mark (the filter goes
+ * off), and graph_reset (marks go, the filter waits for a large map
+ * again).  Every edge is checked, so a wrong skip fails. */
 TEST(reads_of_unwritten_granules_skip_the_write_tree)
 {
     graph g;
     graph_init(&g);
     graph_map_counts c;
-    graph_map_more more;
     build_frag(&g, 100000, &c);
-    graph_map_more_stats(&g, &more);
-    const uint64_t reads = 100000 - 100000 / 32;
-    printf("  frag: %llu of %llu reads skipped the write tree\n",
-           (unsigned long long)more.unwritten_reads, (unsigned long long)reads);
-    ASSERT(more.unwritten_reads > reads / 2 && more.unwritten_reads <= reads);
+    const uint64_t reads = 100000 - 100000 / 32, skipped = unwritten_reads(&g);
+    printf("  frag: %llu of %llu reads skipped the write tree\n", (unsigned long long)skipped,
+           (unsigned long long)reads);
+    ASSERT(skipped > reads / 3 && skipped <= reads);
 
-    const hg_devaddr A = 0x40000000ull, GIB = 1ull << 30;
-    hg_task_id w, id;
+    const hg_devaddr A = 0x40000000ull, GIB = 1ull << 30, C = 64 * GIB;
+    hg_task_id w0, w, id;
     graph_reset(&g);
-    graph_targ a = graph_targ_bytes(A, A + 64, false, true);
+    graph_targ a = graph_targ_bytes(A + 8192, A + 8256, false, true);
+    ASSERT_OK(graph_add_task(&g, &kern, &a, 1, NULL, 0, NULL, 0, &w0, NULL));
+    a = graph_targ_bytes(A + 4096, A + 4160, true, false); /* a small map: searched */
+    ASSERT_OK(graph_add_task(&g, &kern, &a, 1, NULL, 0, NULL, 0, &id, NULL));
+    ASSERT_UEQ(unwritten_reads(&g), 0);
+    grow_map(&g, C);
+    uint64_t base = unwritten_reads(&g);
+    ASSERT_UGT(base, 10000); /* it started */
+    /* The write from before it started was marked when it did. */
+    a = graph_targ_bytes(A + 8200, A + 8208, true, false);
+    ASSERT_OK(graph_add_task(&g, &kern, &a, 1, NULL, 0, NULL, 0, &id, NULL));
+    ASSERT_UEQ(g.tasks[id].npreds, 1);
+    ASSERT_UEQ(g.edge_from[g.nedges - 1], w0);
+    a = graph_targ_bytes(A, A + 64, false, true);
     ASSERT_OK(graph_add_task(&g, &kern, &a, 1, NULL, 0, NULL, 0, &w, NULL));
+    const uint32_t edges = g.nedges;
     /* The same granule 1 GiB on: searched, no writer there. */
     a = graph_targ_bytes(A + GIB, A + GIB + 64, true, false);
     ASSERT_OK(graph_add_task(&g, &kern, &a, 1, NULL, 0, NULL, 0, &id, NULL));
-    graph_map_more_stats(&g, &more);
-    ASSERT_UEQ(more.unwritten_reads, 0);
-    ASSERT_UEQ(g.nedges, 0);
+    ASSERT_UEQ(unwritten_reads(&g), base);
+    ASSERT_UEQ(g.nedges, edges);
     /* Another granule: skipped; the written one: its writer. */
     a = graph_targ_bytes(A + 4096, A + 4160, true, false);
     ASSERT_OK(graph_add_task(&g, &kern, &a, 1, NULL, 0, NULL, 0, &id, NULL));
-    graph_map_more_stats(&g, &more);
-    ASSERT_UEQ(more.unwritten_reads, 1);
+    ASSERT_UEQ(unwritten_reads(&g), base + 1);
     a = graph_targ_bytes(A + 32, A + 48, true, false);
     ASSERT_OK(graph_add_task(&g, &kern, &a, 1, NULL, 0, NULL, 0, &id, NULL));
     ASSERT_UEQ(g.tasks[id].npreds, 1);
@@ -402,16 +433,20 @@ TEST(reads_of_unwritten_granules_skip_the_write_tree)
     ASSERT_OK(graph_add_task(&g, &kern, &a, 1, NULL, 0, NULL, 0, &id, NULL));
     ASSERT_UEQ(g.tasks[id].npreds, 1);
     ASSERT_UEQ(g.edge_from[g.nedges - 1], w);
-    graph_map_more_stats(&g, &more);
-    ASSERT_UEQ(more.unwritten_reads, 1);
-    /* graph_reset forgets the marks and turns the filter on again. */
+    a = graph_targ_bytes(A + 4096, A + 4160, true, false);
+    ASSERT_OK(graph_add_task(&g, &kern, &a, 1, NULL, 0, NULL, 0, &id, NULL));
+    ASSERT_UEQ(unwritten_reads(&g), base + 1);
+    /* graph_reset forgets the marks: a large map again, and the old
+     * writes' granules skip. */
     graph_reset(&g);
+    grow_map(&g, C);
+    base = unwritten_reads(&g);
+    ASSERT_UGT(base, 10000);
     a = graph_targ_bytes(A, A + 64, true, false);
     ASSERT_OK(graph_add_task(&g, &kern, &a, 1, NULL, 0, NULL, 0, &id, NULL));
     a = graph_targ_bytes(B, B + 64, true, false);
     ASSERT_OK(graph_add_task(&g, &kern, &a, 1, NULL, 0, NULL, 0, &id, NULL));
-    graph_map_more_stats(&g, &more);
-    ASSERT_UEQ(more.unwritten_reads, 2);
+    ASSERT_UEQ(unwritten_reads(&g), base + 2);
     ASSERT_UEQ(g.nedges, 0);
     graph_free(&g);
 }
