@@ -67,6 +67,7 @@ typedef struct orch_ctx {
     bool read_global; /* bias from g_bias */
     bool scratch;     /* go through scratch: tmp = in * scale; out = tmp */
     bool fail;        /* hg_orch_fail */
+    bool two_d;       /* in's chunks as 2-D views (a layout the graph keeps apart) */
 } orch_ctx;
 
 static int submit(hg_orch *o, const hg_kernel *k, uint32_t a, const hg_tensor *va, uint32_t b,
@@ -109,6 +110,13 @@ static int orch_scale(hg_orch *o, void *user)
         const size_t ci = in->tensor.shape[0] / CHUNKS, co = out->tensor.shape[0] / CHUNKS;
         hg_tensor_slice(&in->tensor, 0, k * ci, ci, &vi);
         hg_tensor_slice(&out->tensor, 0, k * co, co, &vo);
+        if (c->two_d) { /* the same bytes as 2 rows */
+            vi.ndims = 2;
+            vi.shape[0] = 2;
+            vi.shape[1] = ci / 2;
+            vi.strides[0] = ci / 2;
+            vi.strides[1] = 1;
+        }
         const hg_kernel *kern = &K_SCALE;
         int rc;
         if (c->scratch) {
@@ -649,19 +657,20 @@ static void grow_and_fail(fx *f)
  * a resident copy uploaded elsewhere, scratch from another pool block. */
 TEST(moved_regions_replay)
 {
-    for (int what = 0; what < 3; what++) {
+    for (int what = 0; what < 6; what++) {
         fx f;
-        fx_open(&f, "sim:cores=2", what == 1 ? HG_RESIDENT : HG_STAGED);
-        f.ctx.scratch = what == 2;
+        fx_open(&f, "sim:cores=2", what % 3 == 1 ? HG_RESIDENT : HG_STAGED);
+        f.ctx.scratch = what % 3 == 2;
+        f.ctx.two_d = what >= 3; /* task args whose layout moves with them too */
         ASSERT_OK(fx_run(&f));
         ASSERT_OK(fx_run(&f));
         ASSERT_EQ(f.s.replayed, 1);
-        const uint32_t arg = what == 2 ? 3 : 0; /* the arg that moves */
+        const uint32_t arg = what % 3 == 2 ? 3 : 0; /* the arg that moves */
         const hg_devaddr was = f.r->replay.regions[arg];
         hg_devaddr hole[8]; /* blocks growth in place, then fills the holes left */
         for (int k = 0; k < 4; k++)
             ASSERT_OK(hg_devbuf_malloc(f.dev, N * sizeof(float), &hole[k]));
-        if (what == 1) {
+        if (what % 3 == 1) {
             ASSERT_OK(hg_runner_set_budget(f.r, 1)); /* evicts the copies */
             ASSERT_OK(hg_runner_set_budget(f.r, 0));
         } else {
