@@ -234,6 +234,9 @@ static int check_task(const graph *g, const graph_targ *args, uint32_t nargs,
                            i, (unsigned long long)args[i].lo, (unsigned long long)args[i].hi);
         if (!args[i].read && !args[i].write)
             return err_set(e, HG_EINVAL, "task %u: arg %u is neither read nor written", id, i);
+        if ((unsigned)args[i].dtype > UINT8_MAX) /* a graph_arg keeps it in a byte */
+            return err_set(e, HG_EINVAL, "task %u: arg %u: dtype %d is not one", id, i,
+                           (int)args[i].dtype);
     }
     for (uint32_t i = 0; i < ndeps; i++)
         if (deps[i] >= id)

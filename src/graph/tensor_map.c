@@ -333,6 +333,7 @@ static void written_start(graph_map *m)
             free(m->wg_words);
             m->wg_bits = NULL;
             m->wg_words = NULL;
+            m->wg_off = true; /* not asked again until graph_reset */
             return;
         }
     }

@@ -391,6 +391,10 @@ TEST(bad_tasks_are_rejected_and_leave_the_graph)
     graph_targ none = a;
     none.read = none.write = false;
     ASSERT_EQ(add(&g, &none, 1, &id), HG_EINVAL);
+    graph_targ odd = a;
+    odd.dtype = (hg_dtype)300; /* would not survive the record's byte */
+    ASSERT_EQ(graph_add_task(&g, &kern, &odd, 1, NULL, 0, NULL, 0, &id, &e), HG_EINVAL);
+    ASSERT_STR_CONTAINS(e.msg, "dtype 300");
     ASSERT_EQ(graph_add_task(&g, &kern, NULL, 1, NULL, 0, NULL, 0, &id, &e), HG_EINVAL);
     ASSERT_EQ(graph_add_task(&g, &kern, &a, 1, NULL, 1, NULL, 0, &id, &e), HG_EINVAL);
     /* Nothing of the failed submits stayed: the next task is 2, after 1. */
