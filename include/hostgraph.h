@@ -219,7 +219,8 @@ typedef enum hg_core_type { HG_CORE_CUBE = 0, HG_CORE_VECTOR = 1, HG_CORE_ANY = 
  * one-line message naming the bad key or value.
  *
  * The sim's memory is one arena of `mem` bytes reserved at open and touched
- * lazily: memory freed and allocated again costs no fresh page faults.  Each
+ * lazily but for its first MiB (backed at open, as a device's memory is from
+ * the start): memory freed and allocated again costs no fresh page faults.  Each
  * open sim device has its own 2^48-byte address region (so mem= is at most
  * that), and a process holds at most 4096 open sim devices: the next open
  * fails (HG_ENOMEM) until one is closed.
