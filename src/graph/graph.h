@@ -54,9 +54,9 @@ static inline graph_targ graph_targ_bytes(hg_devaddr lo, hg_devaddr hi, bool rea
 /* A task arg as the graph keeps it: 24 bytes.  Most task args are dense
  * 1-D views (addr == lo, one dim of stride 1 covering [lo, hi)), which the
  * extent and the dtype say whole; any other view keeps its address, shape
- * and strides in graph.shapes.  A whole graph_targ a task arg (120 bytes)
- * was most of what a first run writes per task, and every fresh page costs
- * a first run a fault (2-13 us on the VMs this project runs on).
+ * and strides in graph.shapes.  Keeping a whole graph_targ (120 bytes) per
+ * task arg was most of what a first run wrote per task, and every fresh
+ * page costs a first run a fault (2-13 us on the VMs this project runs on).
  * Expanding a record gives back exactly the graph_targ submitted. */
 typedef struct graph_arg {
     hg_devaddr lo, hi; /* device byte extent [lo, hi); lo == hi when empty */
