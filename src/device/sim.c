@@ -219,15 +219,21 @@ static uint64_t sim_span(size_t bytes)
 #define SIM_HUGE_PAGE (2u << 20)
 #define SIM_HUGE_MIN  (256u << 10) /* where 2 MiB of zeroing costs less than 64 faults */
 
-static void sim_huge_pages(unsigned char *p, size_t bytes)
+static void sim_huge_pages(const sim *s, unsigned char *p, size_t bytes)
 {
 #ifdef MADV_HUGEPAGE
     if (bytes < SIM_HUGE_MIN)
         return;
+    /* Rounded out to the 2 MiB pages it touches, but never past the arena:
+     * the advice is for the sim's own mapping only. */
+    const uintptr_t first = (uintptr_t)s->arena, end = first + (uintptr_t)s->arena_bytes;
     uintptr_t lo = (uintptr_t)p & ~(uintptr_t)(SIM_HUGE_PAGE - 1);
     uintptr_t hi = ((uintptr_t)p + bytes + SIM_HUGE_PAGE - 1) & ~(uintptr_t)(SIM_HUGE_PAGE - 1);
+    lo = lo < first ? first : lo;
+    hi = hi > end ? end : hi;
     (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
 #else
+    (void)s;
     (void)p;
     (void)bytes;
 #endif
@@ -260,7 +266,7 @@ static void sim_prepare(void *state, hg_devaddr addr, size_t bytes)
 {
     sim *s = state;
     unsigned char *p = sim_host(s, addr);
-    sim_huge_pages(p, bytes);
+    sim_huge_pages(s, p, bytes);
     sim_unpoison(p, bytes);
     sim_poison(p + bytes, sim_span(bytes) - bytes);
     memset(p, SIM_POISON, bytes);
