@@ -244,23 +244,16 @@ static int check_task(const graph *g, const graph_targ *args, uint32_t nargs,
     return 0;
 }
 
-/* How many of the task's args need a graph_shape. */
-static uint32_t count_shaped(const graph_targ *args, uint32_t nargs)
-{
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < nargs; i++)
-        n += !dense_1d(&args[i], NULL);
-    return n;
-}
-
-static int reserve_task(graph *g, const graph_targ *args, uint32_t nargs, uint32_t nscalars)
+/* Room for the task: a graph_shape for each arg at most (which of them
+ * need one is decided once, as they are recorded). */
+static int reserve_task(graph *g, uint32_t nargs, uint32_t nscalars)
 {
     int rc = graph_grow(&g->tasks, &g->cap_tasks, (uint64_t)g->ntasks + 1, sizeof(graph_task));
     if (rc == 0)
         rc = graph_grow(&g->args, &g->cap_args, (uint64_t)g->nargs + nargs, sizeof(graph_arg));
     if (rc == 0)
-        rc = graph_grow(&g->shapes, &g->cap_shapes,
-                        (uint64_t)g->nshapes + count_shaped(args, nargs), sizeof(graph_shape));
+        rc = graph_grow(&g->shapes, &g->cap_shapes, (uint64_t)g->nshapes + nargs,
+                        sizeof(graph_shape));
     if (rc == 0)
         rc = graph_grow(&g->scalars, &g->cap_scalars, (uint64_t)g->nscalars + nscalars,
                         sizeof(uint64_t));
@@ -348,7 +341,7 @@ int graph_add_device_task(graph *g, const hg_kernel *kernel, const void *dev_ker
     const uint32_t *preds = NULL;
     uint32_t npreds = 0;
     const bool mapped = nargs > 0 || ndeps > 0; /* else: no edge, no access to record */
-    rc = reserve_task(g, args, nargs, nscalars);
+    rc = reserve_task(g, nargs, nscalars);
     if (rc == 0 && mapped)
         rc = graph_map_deps(g, args, nargs, deps, ndeps, &preds, &npreds);
     if (rc == 0)
