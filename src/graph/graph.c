@@ -62,15 +62,14 @@ static bool dense_1d(const graph_targ *t, uint8_t *elem_log2)
         if (t->shape[d] != 0 || t->strides[d] != 0)
             return false;
     const size_t size = hg_dtype_size(t->dtype);
-    if (size == 0 || (size & (size - 1)) != 0 || size > 255)
+    if (size == 0 || (size & (size - 1)) != 0)
         return false;
     uint8_t log2 = 0;
     while (((size_t)1 << log2) != size)
         log2++;
     if (t->shape[0] > (SIZE_MAX >> log2) || (t->shape[0] << log2) != t->hi - t->lo)
         return false;
-    if (elem_log2)
-        *elem_log2 = log2;
+    *elem_log2 = log2;
     return true;
 }
 

@@ -54,7 +54,7 @@
  * 1 GiB, set by every write of up to WG_SPAN granules, O(1) each; a wider
  * write turns the filter off until graph_reset, which clears the words set,
  * O(words)) skips the write tree's search: it would find nothing (frag at
- * 10^6 tasks: 3 in 4 reads skip, ~20% less map time).  It starts once the
+ * 10^6 tasks: 3 in 4 reads skip, 10-20% less map time).  It starts once the
  * trees hold WG_FROM nodes (written_start marks the write records so far,
  * O(records)): a smaller map's searches hit the caches, and a first run of
  * a small graph pays nothing for the bits.  Memory: 192 KiB a map, taken
@@ -115,7 +115,7 @@ typedef struct graph_map {
     /* The written granules (written_mark): a read whose granules hold no
      * write skips the write tree's search, which at 10^6 scattered reads
      * is a chain of misses (~85 ns a read on frag).  Bit g % WG_BITS is set
-     * for every WG_GRANULE bytes g a write record has ever covered since
+     * for every granule g (1 << WG_SHIFT bytes) a write record has covered since
      * graph_reset (write records only shrink or get replaced by writes,
      * which mark their own): no false "unwritten", only false "written"
      * (aliasing), which costs a search.  wg_words lists the words set, so

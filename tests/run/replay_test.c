@@ -58,7 +58,23 @@ static int k_nop(const hg_kernel_ctx *ctx)
     return 0;
 }
 
-static const hg_kernel K_SCALE = {"scale", k_scale, HG_CORE_VECTOR, NULL, NULL};
+/* k_scale's OpenCL slot: out = in * scale + bias, element by element of
+ * out (in walked row-major through its view, 1-D or 2-D). */
+static const char scale_cl[] =
+    "__kernel void scale(HG_STATUS_ARGS, HG_TENSOR(float, in), HG_TENSOR(float, out), ulong s,\n"
+    "                    ulong b)\n"
+    "{\n"
+    "    size_t i = get_global_id(0), r = i, off = 0;\n"
+    "    if (HG_PTR(in)[0] == 13.0f)\n"
+    "        HG_FAIL(13);\n"
+    "    for (int d = (int)in_v.ndims - 1; d >= 0; d--) {\n"
+    "        off += (r % in_v.shape[d]) * in_v.strides[d];\n"
+    "        r /= in_v.shape[d];\n"
+    "    }\n"
+    "    HG_PTR(out)[i * out_v.strides[0]] = HG_PTR(in)[off] * (float)(long)s + (float)(long)b;\n"
+    "}\n";
+
+static const hg_kernel K_SCALE = {"scale", k_scale, HG_CORE_VECTOR, scale_cl, "scale"};
 static const hg_kernel K_NOP = {"nop", k_nop, HG_CORE_VECTOR, NULL, NULL};
 
 typedef struct orch_ctx {
@@ -654,12 +670,14 @@ static void grow_and_fail(fx *f)
 }
 
 /* Regions that moved re-resolve exactly: the retained buffer that grew,
- * a resident copy uploaded elsewhere, scratch from another pool block. */
-TEST(moved_regions_replay)
+ * a resident copy uploaded elsewhere, scratch from another pool block;
+ * with 1-D and with 2-D task args, on each backend. */
+TEST_EACH_BACKEND(moved_regions_replay)
 {
+    const char *spec = test_backend_is_sim(backend) ? "sim:cores=2" : backend;
     for (int what = 0; what < 6; what++) {
         fx f;
-        fx_open(&f, "sim:cores=2", what % 3 == 1 ? HG_RESIDENT : HG_STAGED);
+        fx_open(&f, spec, what % 3 == 1 ? HG_RESIDENT : HG_STAGED);
         f.ctx.scratch = what % 3 == 2;
         f.ctx.two_d = what >= 3; /* task args whose layout moves with them too */
         ASSERT_OK(fx_run(&f));
