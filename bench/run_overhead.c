@@ -25,11 +25,12 @@
  *                task writes 1 KiB (16 pieces) over them: fragmented readers.
  * For each pattern and size (10^3, 10^4, ... up to max) three processes are
  * forked; each opens its own device and runner, times its first run and the
- * median of REPS warm runs after it.  It prints per stage the median over
- * the processes of both, in ns per task, and first / warm: a first run is
- * measured in a fresh process, where nothing is warm yet (but the user's
- * host buffers, which it writes before the first run).  Ratios are
- * measured side by side, in one process; the figures are medians, never one
+ * median of the warm runs after it (warm_reps: 3 at 10^5 tasks and up,
+ * more below, so that a small graph's median spans ~3*10^5 tasks: a run of
+ * 10^3 tasks takes ~0.3 ms, where one preemption moves a sample by half).  It prints per stage the
+ * median over the processes of both, in ns per task, and first / warm: a first run is measured in a
+ * fresh process, where nothing is warm yet (but the user's host buffers, which it writes before the
+ * first run).  Ratios are measured side by side, in one process; the figures are medians, never one
  * sample, since the machine is shared.
  *
  * Where a first run's time goes: each process also counts the page faults
@@ -57,7 +58,7 @@
 #include "graph/graph.h"
 #include "hostgraph.h"
 
-#define REPS    3  /* warm runs per process */
+#define REPS    31 /* warm runs per process, at most */
 #define PROCS   3  /* processes per point */
 #define TILE    16 /* f32 elements: 64 bytes */
 #define FRAG_W  32 /* frag: every FRAG_W-th task writes */
@@ -197,7 +198,16 @@ static void per_task(const hg_run_stats *s, size_t n, double out[ST_COUNT])
         out[k] = (double)ns[k] / (double)n;
 }
 
-/* One process's measure: a first run on a fresh runner, then REPS warm. */
+/* Warm runs per process at n tasks: 3, or more while that is under
+ * ~3*10^5 tasks (odd, so the median is a sample). */
+static int warm_reps(size_t n)
+{
+    size_t r = 300000 / n;
+    r = r < 3 ? 3 : r > REPS ? REPS : r;
+    return (int)(r | 1);
+}
+
+/* One process's measure: a first run on a fresh runner, then warm runs. */
 static int measure(hg_device *dev, job *j, sample *out)
 {
     hg_runner *r;
@@ -220,7 +230,8 @@ static int measure(hg_device *dev, job *j, sample *out)
     hg_tensor_host(&args[1].tensor, outb, HG_F32, 1, shape);
     hg_callable c = {"overhead", orchestrate, j};
     double warm[ST_COUNT][REPS], flt[REPS];
-    for (int i = 0; i <= REPS; i++) {
+    const int reps = warm_reps(j->ntasks);
+    for (int i = 0; i <= reps; i++) {
         hg_run_stats s;
         long f0 = minflt_now();
         if (hg_runner_run(r, &c, args, 2, &s) != 0) {
@@ -241,8 +252,8 @@ static int measure(hg_device *dev, job *j, sample *out)
         out->edges = (double)s.edges / (double)j->ntasks;
     }
     for (int k = 0; k < ST_COUNT; k++)
-        out->warm[k] = median(warm[k], REPS);
-    out->flt_warm = median(flt, REPS);
+        out->warm[k] = median(warm[k], reps);
+    out->flt_warm = median(flt, reps);
     out->ns_per_fault = price_fault();
     hg_runner_close(r);
     hg_hostbuf_destroy(in);
@@ -448,8 +459,8 @@ int main(int argc, char **argv)
         return 2;
     }
     printf("run_overhead: empty tasks, device %s; ns/task first/warm (median of %d processes; "
-           "warm: median of %d runs each)%s\n",
-           spec, PROCS, REPS,
+           "warm: median of %d runs each at 10^3 tasks, %d from 10^5)%s\n",
+           spec, PROCS, warm_reps(1000), warm_reps(100000),
            keep_memory ? "; kept: each process ran a runner before, malloc keeps what it frees"
            : run_twice ? "; again: each process ran a runner before"
                        : "");

@@ -27,6 +27,19 @@
  * an edge of the write); one that removes it frees the list (paid by the
  * reads).
  *
+ * Where a read record lives: one whose bytes lie inside one 1 KiB granule
+ * goes on that granule's list (granules.c: a hash table of lists), not into
+ * the read tree, since a scattered insert into a tree of 10^6 records
+ * waits for a miss to memory at its leaf (frag at 10^6 tasks: 60% of the
+ * map's time, and why its cost per task grew 1.5x from 10^3) where a list
+ * takes it with a probe of a table the caches hold and a sequential write.
+ * A write over at most GRAPH_GRAN_SPAN granules cuts their lists as it
+ * cuts the tree; a record on them that it does not overlap moves to the
+ * read tree (so no write walks past it again).  A wider write first moves
+ * every granule record to the tree (graph_map_deps), once each.  The pins
+ * for joins have a granule twin (gpin): the last GRAPH_TREE_PINS granule
+ * records made, forgotten when a cut changes the lists.
+ *
  * Cost, with h = O(log_7 m) the trees' height (m: records made since
  * graph_reset; 5-6 nodes at 10^6 records, where a treap was ~30 records
  * deep, each a cache miss): a read arg costs O(h) plus the write records it
@@ -36,11 +49,14 @@
  * plus O(h) per read record and write record it overlaps: a record inside
  * its range is removed (paid for once, by the access that made it), one
  * across an end is a task it depends on (an edge).  A read that joins a
- * pinned record costs O(1).  So a graph costs O((args + edges) h), and the
- * map holds at most one read record per read arg plus one per (write, read
- * record it splits) pair, which is again an edge, and one list entry per
- * joined read plus one per edge of a split.  Nothing depends on the access
- * pattern.  `steps` counts tree nodes and list entries visited.
+ * pinned record costs O(1).  A granule read costs O(1) expected; a write
+ * over G <= GRAPH_GRAN_SPAN granules adds O(G) probes and O(1) per granule
+ * record it overlaps, and a record it passes over pays O(h) once, as its
+ * move.  So a graph costs O((args + edges) h), and the map holds at most
+ * one read record per read arg plus one per (write, read record it splits)
+ * pair, which is again an edge, and one list entry per joined read plus one
+ * per edge of a split.  Nothing depends on the access pattern.  `steps`
+ * counts tree nodes, granule slots and list entries visited.
  *
  * Memory, not work: a new read record waits in a batch of up to
  * GRAPH_TREE_BATCH (graph_map.pend) and goes into the tree in order when
@@ -55,9 +71,9 @@
  * write turns the filter off until graph_reset, which clears the words set,
  * O(words)) skips the write tree's search: it would find nothing (frag at
  * 10^6 tasks: 3 in 4 reads skip, 10-20% less map time).  It starts once the
- * trees hold WG_FROM nodes (written_start marks the write records so far,
- * O(records)): a smaller map's searches hit the caches, and a first run of
- * a small graph pays nothing for the bits.  Memory: 192 KiB a map, taken
+ * map holds WG_FROM nodes' worth of memory (map_nodes; written_start marks
+ * the write records so far, O(records)): a smaller map's searches hit the
+ * caches, and a first run of a small graph pays nothing for the bits.  Memory: 192 KiB a map, taken
  * when it starts.
  *
  * Invariants: write records are disjoint and non-empty; read records are
@@ -71,6 +87,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/granules.h"
 #include "graph/range_tree.h"
 #include "graph/tensor_map.h"
 
@@ -126,13 +143,27 @@ typedef struct graph_map {
     uint32_t nwg_words;
     bool wg_on, wg_off; /* marking since written_start; turned off by a wide write */
     uint64_t wg_skips;  /* write-tree searches the filter saved */
+    bool runs_unsorted; /* m->runs got a run before the last (granule records) */
+    /* Read records inside one granule (granules.c), and the last
+     * GRAPH_TREE_PINS of them made, for joins (NONE: none, or changed). */
+    graph_granules gran;
+    uint32_t gpin[GRAPH_TREE_PINS];
+    uint32_t gpin_next;
+    uint64_t gran_reads; /* read records made in granules */
+    uint64_t gran_moved; /* of them, moved to the read tree later */
 } graph_map;
 
-#define WG_SHIFT 10         /* a granule: 1 KiB of device bytes */
-#define WG_BITS  (1u << 20) /* 128 KiB of bits: 1 GiB of granules unaliased */
+#define WG_SHIFT GRAPH_GRAN_SHIFT /* a granule: 1 KiB of device bytes */
+#define WG_BITS  (1u << 20)       /* 128 KiB of bits: 1 GiB of granules unaliased */
 #define WG_WORDS (WG_BITS / 64)
 #define WG_SPAN  64                       /* granules a write marks, or a read checks, at most */
 #define WG_FROM  GRAPH_TREE_PREFETCH_FROM /* tree nodes (~900 KB) from which it pays */
+
+static void gpins_forget(graph_map *m)
+{
+    for (uint32_t k = 0; k < GRAPH_TREE_PINS; k++)
+        m->gpin[k] = NONE;
+}
 
 static graph_map *map_of(graph *g)
 {
@@ -143,6 +174,8 @@ static graph_map *map_of(graph *g)
         m->pool.free = m->free_readers = NONE;
         graph_tree_init(&m->writes);
         graph_tree_init(&m->reads);
+        graph_granules_init(&m->gran);
+        gpins_forget(m);
         g->scratch = m;
     }
     return g->scratch;
@@ -233,19 +266,47 @@ static int dep_add(graph_map *m, uint32_t task)
     return 0;
 }
 
-/* Adds [lo, hi) to m->runs, merging; calls come in order of lo. */
+/* Adds [lo, hi) to m->runs, merging while calls come in order of lo (the
+ * read tree's); one out of order (a granule's record) marks the runs for
+ * runs_sort. */
 static int run_add(graph_map *m, hg_devaddr lo, hg_devaddr hi)
 {
     byte_run *last = m->nruns ? &m->runs[m->nruns - 1] : NULL;
-    if (last != NULL && lo <= last->hi) {
+    if (last != NULL && lo >= last->lo && lo <= last->hi) {
         if (hi > last->hi)
             last->hi = hi;
         return 0;
     }
+    m->runs_unsorted |= last != NULL && lo < last->lo;
     int rc = graph_grow(&m->runs, &m->cap_runs, (uint64_t)m->nruns + 1, sizeof(byte_run));
     if (rc == 0)
         m->runs[m->nruns++] = (byte_run){lo, hi};
     return rc;
+}
+
+static int run_cmp(const void *a, const void *b)
+{
+    const byte_run *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Puts m->runs in order of lo, merged, as runs_cover needs. */
+static void runs_sort(graph_map *m)
+{
+    if (!m->runs_unsorted)
+        return;
+    qsort(m->runs, m->nruns, sizeof m->runs[0], run_cmp);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < m->nruns; i++) {
+        if (n > 0 && m->runs[i].lo <= m->runs[n - 1].hi) {
+            if (m->runs[i].hi > m->runs[n - 1].hi)
+                m->runs[n - 1].hi = m->runs[i].hi;
+        } else {
+            m->runs[n++] = m->runs[i];
+        }
+    }
+    m->nruns = n;
+    m->runs_unsorted = false;
 }
 
 /* What one arg's searches need. */
@@ -341,10 +402,17 @@ static void written_start(graph_map *m)
     (void)graph_tree_visit(&m->pool, &m->writes, 0, UINT64_MAX, mark_record, m);
 }
 
+/* The map's memory in tree nodes (a granule record is 32 bytes, a node 7
+ * cache lines). */
+static uint32_t map_nodes(const graph_map *m)
+{
+    return m->pool.used + m->gran.nent / 14;
+}
+
 /* True when no write record can overlap [lo, hi) (non-empty). */
 static bool written_none(graph_map *m, hg_devaddr lo, hg_devaddr hi)
 {
-    if (!m->wg_on && !m->wg_off && m->pool.used >= WG_FROM)
+    if (!m->wg_on && !m->wg_off && map_nodes(m) >= WG_FROM)
         written_start(m);
     if (!m->wg_on || m->wg_off)
         return false;
@@ -373,9 +441,13 @@ static int arg_deps(graph_map *m, const graph_targ *a)
 {
     arg_query q = {m, a, 0};
     m->nruns = 0;
+    m->runs_unsorted = false;
     int rc = 0;
     if (a->write)
         rc = graph_tree_visit(&m->pool, &m->reads, a->lo, a->hi, read_record_deps, &q);
+    if (rc == 0 && a->write)
+        rc = graph_granules_visit(&m->gran, a->lo, a->hi, read_record_deps, &q);
+    runs_sort(m);
     if (rc == 0 && !a->write && written_none(m, a->lo, a->hi)) {
         m->wg_skips++;
         return 0;
@@ -435,6 +507,58 @@ static int tree_remove(graph_map *m, graph_tree *t, hg_devaddr lo, hg_devaddr hi
     return rc;
 }
 
+/* A granule record goes to the read tree: a cut passed it over, or a
+ * wide write drains the granules. */
+static int gran_move(void *ctx, const graph_tree_entry *e)
+{
+    graph_map *m = ctx;
+    int rc = graph_tree_reserve(&m->pool, &m->reads);
+    if (rc == 0) {
+        graph_tree_insert(&m->pool, &m->reads, e);
+        m->gran_moved++;
+    }
+    return rc;
+}
+
+static void gran_gone(void *ctx, const graph_tree_entry *e)
+{
+    readers_free(ctx, e->more);
+}
+
+static int gran_split(void *ctx, const graph_tree_entry *e, uint32_t *more)
+{
+    int rc = 0;
+    *more = readers_copy(ctx, e->more, &rc);
+    return rc;
+}
+
+/* True when a write of [lo, hi) spans too many granules to cut them one by
+ * one: the granule records all go to the read tree first. */
+static bool gran_wide(hg_devaddr lo, hg_devaddr hi)
+{
+    return ((hi - 1) >> GRAPH_GRAN_SHIFT) - (lo >> GRAPH_GRAN_SHIFT) >= GRAPH_GRAN_SPAN;
+}
+
+/* Removes a write's bytes [lo, hi) from the granule records. */
+static int gran_remove(graph_map *m, hg_devaddr lo, hg_devaddr hi)
+{
+    if (m->gran.live == 0)
+        return 0;
+    if (gran_wide(lo, hi)) {
+        /* graph_map_deps drained the others: these are the task's own
+         * reads, which its write removes (in the tree, once moved). */
+        gpins_forget(m);
+        int rc = graph_granules_drain(&m->gran, gran_move, m);
+        return rc != 0 ? rc : tree_remove(m, &m->reads, lo, hi, NULL, &(bool){false});
+    }
+    const graph_gran_cut_fns fns = {gran_gone, gran_split, gran_move, m};
+    bool changed;
+    int rc = graph_granules_cut(&m->gran, lo, hi, &fns, &changed);
+    if (changed)
+        gpins_forget(m);
+    return rc;
+}
+
 /* Task `task` writes a's range: no read record keeps its bytes, and one
  * write record replaces every one there. */
 static int map_write(graph_map *m, const graph_targ *a, uint32_t task)
@@ -444,6 +568,8 @@ static int map_write(graph_map *m, const graph_targ *a, uint32_t task)
     if (m->wg_on && !m->wg_off)
         written_mark(m, a->lo, a->hi);
     int rc = tree_remove(m, &m->reads, a->lo, a->hi, NULL, &placed);
+    if (rc == 0)
+        rc = gran_remove(m, a->lo, a->hi);
     if (rc == 0)
         rc = tree_remove(m, &m->writes, a->lo, a->hi, &w, &placed);
     if (rc == 0 && !placed)
@@ -494,12 +620,34 @@ static int join(graph_map *m, uint32_t task, uint32_t first, uint32_t *more)
     return 0;
 }
 
+/* map_read for a range inside one granule: the same, with the granule
+ * records. */
+static int gran_read(graph_map *m, const graph_targ *a, uint32_t task)
+{
+    for (uint32_t k = 0; k < GRAPH_TREE_PINS; k++) {
+        graph_tree_entry *r =
+            m->gpin[k] == NONE ? NULL : graph_granules_entry(&m->gran, m->gpin[k]);
+        if (r != NULL && r->lo == a->lo && r->hi == a->hi)
+            return join(m, task, r->task, &r->more);
+    }
+    uint32_t at;
+    int rc = graph_granules_add(&m->gran, &(graph_tree_entry){a->lo, a->hi, task, NONE}, &at);
+    if (rc == 0) {
+        m->gpin[m->gpin_next] = at;
+        m->gpin_next = (m->gpin_next + 1) % GRAPH_TREE_PINS;
+        m->gran_reads++;
+    }
+    return rc;
+}
+
 /* Task `task` reads a's range: it joins one of the last GRAPH_TREE_PINS read
  * records made (pending, or pinned in the tree) of the same bytes (O(1): a
  * fan of readers is one record), else makes a record of its own, pending;
  * nothing else changes. */
 static int map_read(graph_map *m, const graph_targ *a, uint32_t task)
 {
+    if (graph_gran_narrow(a->lo, a->hi))
+        return gran_read(m, a, task);
     for (uint32_t i = m->npend; i > 0 && i + GRAPH_TREE_PINS > m->npend; i--) {
         graph_tree_entry *q = &m->pend[i - 1];
         if (q->lo == a->lo && q->hi == a->hi)
@@ -571,6 +719,11 @@ int graph_map_deps(graph *g, const graph_targ *args, uint32_t nargs, const hg_ta
     int rc = 0;
     for (uint32_t i = 0; i < ndeps && rc == 0; i++)
         rc = dep_add(m, deps[i]);
+    for (uint32_t i = 0; i < nargs && rc == 0 && m->gran.live > 0; i++)
+        if (args[i].write && args[i].lo < args[i].hi && gran_wide(args[i].lo, args[i].hi)) {
+            gpins_forget(m); /* the granule records go to the read tree, once */
+            rc = graph_granules_drain(&m->gran, gran_move, m);
+        }
     for (uint32_t i = 0; i < nargs && rc == 0 && m->npend > 0; i++)
         if (args[i].write && args[i].lo < args[i].hi)
             rc = reads_flush(m); /* the writes search the read tree */
@@ -603,6 +756,10 @@ void graph_map_reset(graph *g)
         m->ndeps = m->nruns = m->npieces = m->nreaders = m->pin_next = m->npend = 0;
         m->steps = m->mark_extends = m->dep_marks = m->deferred = m->wg_skips = 0;
         written_reset(m);
+        graph_granules_reset(&m->gran);
+        gpins_forget(m);
+        m->gpin_next = 0;
+        m->gran_reads = m->gran_moved = 0;
         m->broken = false;
     }
 }
@@ -619,6 +776,7 @@ void graph_map_free(graph *g)
         free(m->readers);
         free(m->wg_bits);
         free(m->wg_words);
+        graph_granules_free(&m->gran);
         free(m);
     }
     g->scratch = NULL;
@@ -630,8 +788,8 @@ void graph_map_stats(const graph *g, graph_map_counts *out)
     *out = (graph_map_counts){0};
     if (m != NULL)
         *out = (graph_map_counts){.records = m->writes.count,
-                                  .reader_nodes = m->reads.count + m->npend,
-                                  .steps = m->pool.steps + m->steps,
+                                  .reader_nodes = m->reads.count + m->npend + m->gran.live,
+                                  .steps = m->pool.steps + m->steps + m->gran.steps,
                                   .mark_extends = m->mark_extends,
                                   .nodes = m->pool.used,
                                   .height = m->reads.height > m->writes.height ? m->reads.height
@@ -647,5 +805,7 @@ void graph_map_more_stats(const graph *g, graph_map_more *out)
                                 .batches = m->pool.batches,
                                 .prefetched = m->pool.prefetched,
                                 .dep_marks = m->dep_marks,
-                                .unwritten_reads = m->wg_skips};
+                                .unwritten_reads = m->wg_skips,
+                                .granule_reads = m->gran_reads,
+                                .granule_moved = m->gran_moved};
 }

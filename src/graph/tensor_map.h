@@ -4,7 +4,8 @@
  *
  * graph_add_task calls, per task: graph_map_reserve (room for the task; it
  * fails without changing anything), graph_map_deps (the task's distinct
- * dependencies, reading the map only), then graph_map_update (the map takes
+ * dependencies; it may move records between the map's structures, but
+ * changes none), then graph_map_update (the map takes
  * the task's accesses; a failure there breaks the map until graph_reset).
  * The map lives in graph.scratch; its trees are range_tree.c.
  */
@@ -38,6 +39,8 @@ typedef struct graph_map_more {
     uint64_t prefetched;      /* nodes those batches visited (not in steps) */
     uint64_t dep_marks;       /* dependencies told apart by per-task marks, not a scan */
     uint64_t unwritten_reads; /* reads whose granules no write covered: no search */
+    uint64_t granule_reads;   /* read records made in their granule's list, not the tree */
+    uint64_t granule_moved;   /* of them, moved to the read tree since (passed, drained) */
 } graph_map_more;
 
 void graph_map_more_stats(const graph *g, graph_map_more *out);

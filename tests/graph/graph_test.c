@@ -155,7 +155,7 @@ typedef struct ref_byte {
     uint64_t readers[WORDS];
 } ref_byte;
 
-#define BUF_MAX 4096 /* the largest rparams.buf_bytes */
+#define BUF_MAX 12288 /* the largest rparams.buf_bytes */
 
 static ref_byte *ref_at(hg_devaddr addr)
 {
@@ -230,12 +230,14 @@ static const char *build_and_check(graph *g, const rtask *ts, uint32_t n)
 TEST(random_graphs_match_brute_force)
 {
     static const rparams shapes[] = {
-        {MAX_T, 64, 16, 0},   /* dense overlap: many conflicts */
-        {MAX_T, 1024, 64, 0}, /* sparse: mostly independent */
-        {MAX_T, 256, 256, 0}, /* long views spanning several records */
-        {50, 16, 4, 0},       /* few tasks over a tiny buffer */
-        {MAX_T, 4096, 8, 0},  /* many small records */
-        {MAX_T, 128, 0, 16},  /* few distinct views: fans of readers, split by writes */
+        {MAX_T, 64, 16, 0},     /* dense overlap: many conflicts */
+        {MAX_T, 1024, 64, 0},   /* sparse: mostly independent */
+        {MAX_T, 256, 256, 0},   /* long views spanning several records */
+        {50, 16, 4, 0},         /* few tasks over a tiny buffer */
+        {MAX_T, 4096, 8, 0},    /* many small records */
+        {MAX_T, 128, 0, 16},    /* few distinct views: fans of readers, split by writes */
+        {150, 12288, 12288, 0}, /* views over up to 12 granules: a wide write moves the
+                                 * granule records to the read tree */
     };
     enum { NSHAPES = sizeof shapes / sizeof shapes[0] };
     static rtask ts[MAX_T];

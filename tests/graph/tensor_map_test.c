@@ -298,13 +298,12 @@ TEST(frag_work_grows_with_the_tree_height_only)
     graph_free(&g);
 }
 
-/* frag's scattered reads go into the read tree in batches whose paths are
- * asked for at once (graph_tree_prefetch): at 10^6 records each insert's
- * leaf is a miss to memory, and a batch waits for its ~31 misses about once
- * instead of one after another.  Counted: every new read record was
- * pending, and a batch holds at least 16 of them (frag writes every 32nd
- * task, and a write flushes the batch).  Failed before: 1 per batch. */
-TEST(frag_reads_are_inserted_in_batches)
+/* frag's reads lie inside a granule each (64 bytes at 64-byte offsets), so
+ * their records go on their granules' lists (granules.c), not into the
+ * read tree: the tree holds only the write records, and no record is moved
+ * to it later (each 1 KiB write covers whole granules, so it overlaps every
+ * record it meets).  Failed before: every read record was a tree entry. */
+TEST(frag_reads_take_no_tree_node)
 {
     enum { BIG = 100000 };
     graph g;
@@ -313,12 +312,155 @@ TEST(frag_reads_are_inserted_in_batches)
     graph_map_more more;
     build_frag(&g, BIG, &c);
     graph_map_more_stats(&g, &more);
-    printf("  frag: %llu read records pending first, in %llu batches, %llu nodes prefetched\n",
+    printf("  frag: %u read records live, %llu made in granules, %llu moved, %llu pending, "
+           "%u tree nodes for %u write records\n",
+           c.reader_nodes, (unsigned long long)more.granule_reads,
+           (unsigned long long)more.granule_moved, (unsigned long long)more.deferred, c.nodes,
+           c.records);
+    ASSERT(c.reader_nodes > BIG / 2);
+    ASSERT(more.granule_reads >= c.reader_nodes);
+    ASSERT_UEQ(more.granule_moved, 0);
+    ASSERT_UEQ(more.deferred, 0);
+    /* Write records only: at most BIG / 32 of them, 8 or more a leaf. */
+    ASSERT_ULE(c.nodes, 2 * (BIG / 32) / 8 + 16);
+    graph_free(&g);
+}
+
+/* Reads across a granule's end go into the read tree, in batches whose
+ * paths are asked for at once (graph_tree_prefetch): at 10^6 records each
+ * insert's leaf is a miss to memory, and a batch waits for its ~31 misses
+ * about once instead of one after another.  Counted on frag's order with
+ * 2 KiB pieces (each spans two granules): every new read record was
+ * pending, and a batch holds at least 16 of them (a write every 32nd task
+ * flushes the batch).  Failed before the batches: 1 per batch. */
+TEST(wide_reads_are_inserted_in_batches)
+{
+    enum { BIG = 100000, W = 32, WB = 16, WIDE = 2048 };
+    graph g;
+    graph_init(&g);
+    hg_task_id id;
+    for (uint32_t t = 0; t < BIG; t++) {
+        uint32_t at = (uint32_t)((uint64_t)t * 7919 % BIG), len = 1;
+        bool write = t % W == W - 1;
+        if (write) {
+            at = (uint32_t)((uint64_t)t * 4099 % (BIG / WB)) * WB;
+            len = WB;
+        }
+        graph_targ a = graph_targ_bytes(BUF + (hg_devaddr)at * WIDE,
+                                        BUF + (hg_devaddr)(at + len) * WIDE, true, write);
+        ASSERT_OK(graph_add_task(&g, &kern, &a, 1, NULL, 0, NULL, 0, &id, NULL));
+    }
+    graph_map_counts c;
+    graph_map_more more;
+    graph_map_stats(&g, &c);
+    graph_map_more_stats(&g, &more);
+    printf("  wide frag: %llu read records pending first, in %llu batches, %llu nodes "
+           "prefetched, %llu in granules\n",
            (unsigned long long)more.deferred, (unsigned long long)more.batches,
-           (unsigned long long)more.prefetched);
+           (unsigned long long)more.prefetched, (unsigned long long)more.granule_reads);
+    ASSERT(c.reader_nodes > BIG / 2);
+    ASSERT_UEQ(more.granule_reads, 0);
     ASSERT(more.deferred >= c.reader_nodes);
     ASSERT(more.deferred >= 16 * more.batches);
     ASSERT(more.prefetched <= more.deferred * (c.height > 1 ? c.height - 1 : 1));
+    graph_free(&g);
+}
+
+/* A write's cut walks its granules' lists; a record there that it does not
+ * overlap moves to the read tree, so it is never walked past again: 64
+ * reads at the start of a granule, then 1000 writes at its end, walk the
+ * 64 once (steps stay flat per write after the first), and a later write
+ * over the reads still depends on each of them, from the tree.  Failed
+ * without the move: every write walked all 64. */
+TEST(a_record_a_cut_passes_over_moves_to_the_tree_once)
+{
+    enum { READS = 64, WRITES = 1000 };
+    const hg_devaddr G = BUF + 5 * 1024;
+    graph g;
+    graph_init(&g);
+    hg_task_id id;
+    for (uint32_t i = 0; i < READS; i++) {
+        graph_targ a = graph_targ_bytes(G + 8 * i, G + 8 * i + 8, true, false);
+        ASSERT_OK(graph_add_task(&g, &kern, &a, 1, NULL, 0, NULL, 0, &id, NULL));
+    }
+    graph_map_counts c0, c1, c2;
+    graph_map_more more;
+    graph_map_stats(&g, &c0);
+    graph_targ w = graph_targ_bytes(G + 768, G + 832, false, true);
+    ASSERT_OK(graph_add_task(&g, &kern, &w, 1, NULL, 0, NULL, 0, &id, NULL));
+    ASSERT_UEQ(g.tasks[id].npreds, 0);
+    graph_map_stats(&g, &c1);
+    graph_map_more_stats(&g, &more);
+    ASSERT_UEQ(more.granule_moved, READS);
+    ASSERT_UEQ(c1.reader_nodes, READS);
+    ASSERT_UGE(c1.steps - c0.steps, READS); /* the first write walked them */
+    for (uint32_t i = 1; i < WRITES; i++)
+        ASSERT_OK(graph_add_task(&g, &kern, &w, 1, NULL, 0, NULL, 0, &id, NULL));
+    graph_map_stats(&g, &c2);
+    graph_map_more_stats(&g, &more);
+    printf("  first write: %llu steps; each later one: %.1f\n",
+           (unsigned long long)(c1.steps - c0.steps), (double)(c2.steps - c1.steps) / (WRITES - 1));
+    ASSERT_UEQ(more.granule_moved, READS);
+    ASSERT((double)(c2.steps - c1.steps) / (WRITES - 1) < 16);
+    w = graph_targ_bytes(G, G + 512, false, true);
+    ASSERT_OK(graph_add_task(&g, &kern, &w, 1, NULL, 0, NULL, 0, &id, NULL));
+    ASSERT_UEQ(g.tasks[id].npreds, READS);
+    graph_map_stats(&g, &c2);
+    ASSERT_UEQ(c2.reader_nodes, 0);
+    graph_free(&g);
+}
+
+/* A write over more than GRAPH_GRAN_SPAN granules moves every granule
+ * record to the read tree first, once: a write over 1 GiB then costs what
+ * the records cost, not a probe for each of its 2^20 granules.  Apart from
+ * it, none is its dependency, and a later write over them depends on each,
+ * from the tree.  A task that reads a piece and
+ * writes a wide range over it leaves no read record of its own. */
+TEST(a_wide_write_moves_the_granule_records_once)
+{
+    enum { READS = 500 };
+    graph g;
+    graph_init(&g);
+    hg_task_id id;
+    for (uint32_t i = 0; i < READS; i++) {
+        const uint32_t at = (uint32_t)((uint64_t)i * 7919 % READS);
+        graph_targ a = graph_targ_bytes(piece(at), piece(at) + PIECE, true, false);
+        ASSERT_OK(graph_add_task(&g, &kern, &a, 1, NULL, 0, NULL, 0, &id, NULL));
+    }
+    graph_map_more more;
+    graph_map_counts c;
+    const hg_devaddr far = BUF + (1u << 24);
+    graph_map_stats(&g, &c);
+    const uint64_t steps = c.steps;
+    graph_targ w = graph_targ_bytes(far, far + (1ull << 30), false, true); /* 2^20 granules */
+    ASSERT_OK(graph_add_task(&g, &kern, &w, 1, NULL, 0, NULL, 0, &id, NULL));
+    ASSERT_UEQ(g.tasks[id].npreds, 0);
+    graph_map_more_stats(&g, &more);
+    graph_map_stats(&g, &c);
+    printf("  a write over 1 GiB: %llu steps with %u granule records\n",
+           (unsigned long long)(c.steps - steps), READS);
+    ASSERT_UEQ(more.granule_moved, READS);
+    ASSERT_UEQ(c.reader_nodes, READS);
+    ASSERT_ULE(c.steps - steps, 16 * READS); /* the records, not the granules */
+    ASSERT_OK(graph_add_task(&g, &kern, &w, 1, NULL, 0, NULL, 0, &id, NULL));
+    graph_map_more_stats(&g, &more);
+    ASSERT_UEQ(more.granule_moved, READS); /* nothing left to move */
+    w = graph_targ_bytes(piece(0), piece(READS), false, true);
+    ASSERT_OK(graph_add_task(&g, &kern, &w, 1, NULL, 0, NULL, 0, &id, NULL));
+    ASSERT_UEQ(g.tasks[id].npreds, READS);
+    graph_map_stats(&g, &c);
+    ASSERT_UEQ(c.reader_nodes, 0);
+    /* Its own read, then its wide write over it. */
+    graph_targ rw[2] = {graph_targ_bytes(far + 64, far + 128, true, false),
+                        graph_targ_bytes(far, far + 64 * 1024, false, true)};
+    hg_task_id both;
+    ASSERT_OK(graph_add_task(&g, &kern, rw, 2, NULL, 0, NULL, 0, &both, NULL));
+    graph_map_stats(&g, &c);
+    ASSERT_UEQ(c.reader_nodes, 0);
+    graph_targ r = graph_targ_bytes(far + 64, far + 128, true, false);
+    ASSERT_OK(graph_add_task(&g, &kern, &r, 1, NULL, 0, NULL, 0, &id, NULL));
+    ASSERT_UEQ(g.tasks[id].npreds, 1);
+    ASSERT_UEQ(g.edge_from[g.nedges - 1], both);
     graph_free(&g);
 }
 
