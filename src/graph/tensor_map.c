@@ -65,16 +65,12 @@
  * inserts, but their misses to memory overlap (frag at 10^6 tasks: ~27%
  * less map time).  A task's dependencies are told apart by a scan of its
  * list up to DEDUPE_SCAN, by marks in seen[] (a miss each in a large
- * graph) only past that.  A read arg of up to WG_SPAN 1 KiB granules that
- * no write record covers (graph_map.wg_bits: one bit per granule modulo
- * 1 GiB, set by every write of up to WG_SPAN granules, O(1) each; a wider
- * write turns the filter off until graph_reset, which clears the words set,
- * O(words)) skips the write tree's search: it would find nothing (frag at
- * 10^6 tasks: 3 in 4 reads skip, 10-20% less map time).  It starts once the
- * map holds WG_FROM nodes' worth of memory (map_nodes; written_start marks
- * the write records so far, O(records)): a smaller map's searches hit the
- * caches, and a first run of a small graph pays nothing for the bits.  Memory: 192 KiB a map, taken
- * when it starts.
+ * graph) only past that.  A read arg whose granules no write record
+ * covers (written.c: a bit per granule, modulo 1 GiB) skips the write
+ * tree's search, which would find nothing (frag at 10^6 tasks: 3 in 4
+ * reads skip, 10-20% less map time).  The filter starts once the map holds
+ * WG_FROM nodes' worth of memory (map_nodes): a smaller map's searches hit
+ * the caches, and a first run of a small graph pays nothing for the bits.
  *
  * Invariants: write records are disjoint and non-empty; read records are
  * non-empty and lie on bytes their task read and nobody wrote since; a
@@ -90,6 +86,7 @@
 #include "graph/granules.h"
 #include "graph/range_tree.h"
 #include "graph/tensor_map.h"
+#include "graph/written.h"
 
 #define NONE UINT32_MAX
 
@@ -129,20 +126,9 @@ typedef struct graph_map {
     graph_tree_entry pend[GRAPH_TREE_BATCH];
     uint32_t npend;
     uint64_t deferred; /* read records that went through pend */
-    /* The written granules (written_mark): a read whose granules hold no
-     * write skips the write tree's search, which at 10^6 scattered reads
-     * is a chain of misses (~85 ns a read on frag).  Bit g % WG_BITS is set
-     * for every granule g (1 << WG_SHIFT bytes) a write record has covered since
-     * graph_reset (write records only shrink or get replaced by writes,
-     * which mark their own): no false "unwritten", only false "written"
-     * (aliasing), which costs a search.  wg_words lists the words set, so
-     * graph_reset clears only those.  A write too wide to mark turns the
-     * filter off until graph_reset. */
-    uint64_t *wg_bits;
-    uint32_t *wg_words;
-    uint32_t nwg_words;
-    bool wg_on, wg_off; /* marking since written_start; turned off by a wide write */
-    uint64_t wg_skips;  /* write-tree searches the filter saved */
+    /* Reads whose granules no write covered skip the write tree
+     * (written.c), once the map outgrows the caches. */
+    graph_written wg;
     bool runs_unsorted; /* m->runs got a run before the last (granule records) */
     /* Read records inside one granule (granules.c), and the last
      * GRAPH_TREE_PINS of them made, for joins (NONE: none, or changed). */
@@ -153,11 +139,7 @@ typedef struct graph_map {
     uint64_t gran_moved; /* of them, moved to the read tree later */
 } graph_map;
 
-#define WG_SHIFT GRAPH_GRAN_SHIFT /* a granule: 1 KiB of device bytes */
-#define WG_BITS  (1u << 20)       /* 128 KiB of bits: 1 GiB of granules unaliased */
-#define WG_WORDS (WG_BITS / 64)
-#define WG_SPAN  64                       /* granules a write marks, or a read checks, at most */
-#define WG_FROM  GRAPH_TREE_PREFETCH_FROM /* tree nodes (~900 KB) from which it pays */
+#define WG_FROM GRAPH_TREE_PREFETCH_FROM /* tree nodes (~900 KB) from which the filter pays */
 
 static void gpins_forget(graph_map *m)
 {
@@ -354,86 +336,11 @@ static int write_record_deps(void *ctx, const graph_tree_entry *r)
     return dep_add(q->m, r->task);
 }
 
-/* ------------------------------------------------- written granules */
-
-/* Marks [lo, hi) (non-empty) written, or turns the filter off if it is
- * wider than WG_SPAN granules. */
-static void written_mark(graph_map *m, hg_devaddr lo, hg_devaddr hi)
-{
-    const uint64_t g0 = lo >> WG_SHIFT, g1 = (hi - 1) >> WG_SHIFT;
-    if (g1 - g0 >= WG_SPAN) {
-        m->wg_off = true;
-        return;
-    }
-    for (uint64_t g = g0; g <= g1; g++) {
-        const uint32_t b = (uint32_t)(g % WG_BITS);
-        if (m->wg_bits[b / 64] == 0)
-            m->wg_words[m->nwg_words++] = b / 64; /* each word once: at most WG_WORDS */
-        m->wg_bits[b / 64] |= (uint64_t)1 << (b % 64);
-    }
-}
-
-static int mark_record(void *ctx, const graph_tree_entry *e)
-{
-    graph_map *m = ctx;
-    written_mark(m, e->lo, e->hi);
-    return m->wg_off; /* stops the walk */
-}
-
-/* Starts the filter once the map outgrows the caches (before, a search is
- * cheap, and a first run would pay for the bits): marks every write record
- * so far.  Without memory for the bits the filter stays off; nothing else
- * changes. */
-static void written_start(graph_map *m)
-{
-    if (m->wg_bits == NULL) {
-        m->wg_bits = calloc(WG_WORDS, sizeof *m->wg_bits);
-        m->wg_words = malloc(WG_WORDS * sizeof *m->wg_words);
-        if (m->wg_bits == NULL || m->wg_words == NULL) {
-            free(m->wg_bits);
-            free(m->wg_words);
-            m->wg_bits = NULL;
-            m->wg_words = NULL;
-            m->wg_off = true; /* not asked again until graph_reset */
-            return;
-        }
-    }
-    m->wg_on = true;
-    (void)graph_tree_visit(&m->pool, &m->writes, 0, UINT64_MAX, mark_record, m);
-}
-
 /* The map's memory in tree nodes (a granule record is 32 bytes, a node 7
  * cache lines). */
 static uint32_t map_nodes(const graph_map *m)
 {
     return m->pool.used + m->gran.nent / 14;
-}
-
-/* True when no write record can overlap [lo, hi) (non-empty). */
-static bool written_none(graph_map *m, hg_devaddr lo, hg_devaddr hi)
-{
-    if (!m->wg_on && !m->wg_off && map_nodes(m) >= WG_FROM)
-        written_start(m);
-    if (!m->wg_on || m->wg_off)
-        return false;
-    const uint64_t g0 = lo >> WG_SHIFT, g1 = (hi - 1) >> WG_SHIFT;
-    if (g1 - g0 >= WG_SPAN)
-        return false;
-    for (uint64_t g = g0; g <= g1; g++) {
-        const uint32_t b = (uint32_t)(g % WG_BITS);
-        if (m->wg_bits[b / 64] >> (b % 64) & 1)
-            return false;
-    }
-    return true;
-}
-
-/* Forgets every mark: O(words marked). */
-static void written_reset(graph_map *m)
-{
-    for (uint32_t i = 0; i < m->nwg_words; i++)
-        m->wg_bits[m->wg_words[i]] = 0;
-    m->nwg_words = 0;
-    m->wg_on = m->wg_off = false;
 }
 
 /* Adds the tasks an access of a's (non-empty) range must follow. */
@@ -448,9 +355,11 @@ static int arg_deps(graph_map *m, const graph_targ *a)
     if (rc == 0 && a->write)
         rc = graph_granules_visit(&m->gran, a->lo, a->hi, read_record_deps, &q);
     runs_sort(m);
-    if (rc == 0 && !a->write && written_none(m, a->lo, a->hi)) {
-        m->wg_skips++;
-        return 0;
+    if (rc == 0 && !a->write) {
+        if (graph_written_waiting(&m->wg) && map_nodes(m) >= WG_FROM)
+            graph_written_start(&m->wg, &m->pool, &m->writes);
+        if (graph_written_none(&m->wg, a->lo, a->hi))
+            return 0;
     }
     if (rc == 0)
         rc = graph_tree_visit(&m->pool, &m->writes, a->lo, a->hi, write_record_deps, &q);
@@ -565,8 +474,7 @@ static int map_write(graph_map *m, const graph_targ *a, uint32_t task)
 {
     const graph_tree_entry w = {a->lo, a->hi, task, NONE};
     bool placed;
-    if (m->wg_on && !m->wg_off)
-        written_mark(m, a->lo, a->hi);
+    graph_written_mark(&m->wg, a->lo, a->hi);
     int rc = tree_remove(m, &m->reads, a->lo, a->hi, NULL, &placed);
     if (rc == 0)
         rc = gran_remove(m, a->lo, a->hi);
@@ -754,8 +662,8 @@ void graph_map_reset(graph *g)
         graph_tree_init(&m->reads);
         m->free_readers = NONE;
         m->ndeps = m->nruns = m->npieces = m->nreaders = m->pin_next = m->npend = 0;
-        m->steps = m->mark_extends = m->dep_marks = m->deferred = m->wg_skips = 0;
-        written_reset(m);
+        m->steps = m->mark_extends = m->dep_marks = m->deferred = 0;
+        graph_written_reset(&m->wg);
         graph_granules_reset(&m->gran);
         gpins_forget(m);
         m->gpin_next = 0;
@@ -774,8 +682,7 @@ void graph_map_free(graph *g)
         free(m->runs);
         free(m->pieces);
         free(m->readers);
-        free(m->wg_bits);
-        free(m->wg_words);
+        graph_written_free(&m->wg);
         graph_granules_free(&m->gran);
         free(m);
     }
@@ -805,7 +712,7 @@ void graph_map_more_stats(const graph *g, graph_map_more *out)
                                 .batches = m->pool.batches,
                                 .prefetched = m->pool.prefetched,
                                 .dep_marks = m->dep_marks,
-                                .unwritten_reads = m->wg_skips,
+                                .unwritten_reads = m->wg.skips,
                                 .granule_reads = m->gran_reads,
                                 .granule_moved = m->gran_moved};
 }
