@@ -4,11 +4,11 @@
  *
  *     run_overhead [max tasks (default 1000000)] [device spec (default sim:cores=2)]
  *                  [pattern, or all (default)] [again | kept]
- *     run_overhead map [max tasks]
+ *     run_overhead map [max tasks] [pattern, or all (default)]
  *     run_overhead miss
  *
- * `map` builds frag's graph alone (graph_add_task for every task, no run),
- * 10^3 tasks up, and prints the tensor map's cost per task + edge: CPU ns
+ * `map` builds a pattern's graph alone (graph_add_task for every task, no
+ * run), 10^3 tasks up, and prints its cost per task + edge: CPU ns
  * (the least of 3 + 3*10^6 / N builds: a build of 10^3 tasks takes ~0.1 ms)
  * and tree nodes visited (graph_map_stats).  `miss` prices a cache miss
  * here: a random pointer chase through 1 to 128 MiB.
@@ -23,15 +23,18 @@
  *                them: a fan of N - 1 readers on one arg;
  *   frag         64-byte reads of `out` in a scattered order, and every 32nd
  *                task writes 1 KiB (16 pieces) over them: fragmented readers.
- * For each pattern and size (10^3, 10^4, ... up to max) three processes are
- * forked; each opens its own device and runner, times its first run and the
- * median of the warm runs after it (warm_reps: 3 at 10^5 tasks and up,
- * more below, so that a small graph's median spans ~3*10^5 tasks: a run of
- * 10^3 tasks takes ~0.3 ms, where one preemption moves a sample by half).  It prints per stage the
- * median over the processes of both, in ns per task, and first / warm: a first run is measured in a
- * fresh process, where nothing is warm yet (but the user's host buffers, which it writes before the
- * first run).  Ratios are measured side by side, in one process; the figures are medians, never one
- * sample, since the machine is shared.
+ * For each pattern and size (10^3, 10^4, ... up to max) PROCS (5)
+ * processes are forked, the sizes taking turns (one process of each size,
+ * then again), so a drift of the host's speed weighs on every size alike;
+ * each opens its own device and runner, times its first run and the median
+ * of the warm runs after it (warm_reps: 3 at 10^5 tasks and up, more below,
+ * so that a small graph's median spans ~3*10^5 tasks: a run of 10^3 tasks
+ * takes ~0.3 ms, where one preemption moves a sample by half).  It prints
+ * per stage the median over the processes of both, in ns per task, and
+ * first / warm: a first run is measured in a fresh process, where nothing
+ * is warm yet (but the user's host buffers, which it writes before the
+ * first run).  Ratios are measured side by side, in one process; the
+ * figures are medians, never one sample, since the machine is shared.
  *
  * Where a first run's time goes: each process also counts the page faults
  * (getrusage minflt) of its first and warm runs, per task, those taken
@@ -59,7 +62,7 @@
 #include "hostgraph.h"
 
 #define REPS    31 /* warm runs per process, at most */
-#define PROCS   3  /* processes per point */
+#define PROCS   5  /* processes per point */
 #define TILE    16 /* f32 elements: 64 bytes */
 #define FRAG_W  32 /* frag: every FRAG_W-th task writes */
 #define FRAG_WB 16 /* frag: tiles a write covers */
@@ -316,13 +319,9 @@ static int measure_forked(const char *spec, job *j, sample *out)
     return got == (ssize_t)sizeof *out && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 4;
 }
 
-/* PROCS processes; the median of each figure over them. */
-static int point(const char *spec, job *j, sample *med)
+/* The median of each figure over PROCS processes' samples s[]. */
+static void point(const sample *s, sample *med)
 {
-    sample s[PROCS];
-    for (int i = 0; i < PROCS; i++)
-        if (measure_forked(spec, j, &s[i]) != 0)
-            return 4;
     for (int k = 0; k < ST_COUNT; k++) {
         double f[PROCS], w[PROCS];
         for (int i = 0; i < PROCS; i++)
@@ -339,7 +338,6 @@ static int point(const char *spec, job *j, sample *med)
     med->orch_flt_first = median(fo, PROCS);
     med->ns_per_fault = median(nf, PROCS);
     med->edges = s[0].edges;
-    return 0;
 }
 
 static void print_point(const job *j, const sample *m)
@@ -353,17 +351,34 @@ static void print_point(const job *j, const sample *m)
            (m->first[ST_WALL] - fresh) / m->warm[ST_WALL]);
 }
 
-/* frag's accesses as graph args: what submit_task declares, in bytes. */
-static graph_targ frag_targ(size_t t, size_t n)
+/* Task t of n in pattern p as graph args: what submit_task declares, in
+ * bytes (`in` and `out` where the sim would put them: 2 MiB apart, at
+ * least, and 2 MiB aligned).  Returns how many. */
+static uint32_t pattern_targs(pattern p, size_t t, size_t n, graph_targ args[2])
 {
-    const hg_devaddr base = 0x10000000, tile = TILE * 4;
-    size_t at = t * 7919 % n, len = 1;
-    bool write = t % FRAG_W == FRAG_W - 1 && n >= FRAG_WB;
-    if (write) {
-        at = (t * 4099 % (n / FRAG_WB)) * FRAG_WB;
-        len = FRAG_WB;
+    const hg_devaddr tile = TILE * 4, out = 0x10000000;
+    const hg_devaddr in = out + ((n * tile + (2u << 20) - 1) & ~(hg_devaddr)((2u << 20) - 1));
+    size_t at, len = 1;
+    switch (p) {
+    case PAT_INDEPENDENT:
+        args[0] = graph_targ_bytes(in + t * tile, in + (t + 1) * tile, true, false);
+        args[1] = graph_targ_bytes(out + t * tile, out + (t + 1) * tile, true, true);
+        return 2;
+    case PAT_CHAIN:
+        args[0] = graph_targ_bytes(out, out + tile, true, true);
+        return 1;
+    case PAT_READERS:
+        args[0] = graph_targ_bytes(out, out + tile, true, t == 0);
+        return 1;
+    default:
+        at = t * 7919 % n;
+        if (t % FRAG_W == FRAG_W - 1 && n >= FRAG_WB) {
+            at = (t * 4099 % (n / FRAG_WB)) * FRAG_WB;
+            len = FRAG_WB;
+        }
+        args[0] = graph_targ_bytes(out + at * tile, out + (at + len) * tile, true, len > 1);
+        return 1;
     }
-    return graph_targ_bytes(base + at * tile, base + (at + len) * tile, true, write);
 }
 
 static double cpu_ns(void)
@@ -373,12 +388,12 @@ static double cpu_ns(void)
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-/* The tensor map alone on frag, 10^3 tasks up to max. */
-static int map_only(size_t max)
+/* The graph and tensor map alone on pattern p, 10^3 tasks up to max. */
+static int map_only(pattern p, size_t max)
 {
-    printf("tensor map alone, frag: per task + edge, CPU ns (least of 3 + 3e6/N builds) and nodes "
-           "visited\n%8s %6s %8s %8s %7s\n",
-           "tasks", "edges", "ns", "steps", "height");
+    printf("graph + tensor map alone, %s: per task + edge, CPU ns (least of 3 + 3e6/N builds) and "
+           "nodes visited\n%8s %6s %8s %8s %7s\n",
+           pattern_name[p], "tasks", "edges", "ns", "steps", "height");
     graph g;
     graph_init(&g);
     for (size_t n = 1000; n <= max; n *= 10) {
@@ -388,9 +403,10 @@ static int map_only(size_t max)
             graph_reset(&g);
             double t0 = cpu_ns();
             for (size_t t = 0; t < n; t++) {
-                graph_targ a = frag_targ(t, n);
+                graph_targ a[2];
+                const uint32_t nargs = pattern_targs(p, t, n, a);
                 hg_task_id id;
-                if (graph_add_task(&g, &k_empty, &a, 1, NULL, 0, NULL, 0, &id, NULL) != 0)
+                if (graph_add_task(&g, &k_empty, a, nargs, NULL, 0, NULL, 0, &id, NULL) != 0)
                     return 3;
             }
             double dt = cpu_ns() - t0;
@@ -445,8 +461,14 @@ static int miss_price(void)
 
 int main(int argc, char **argv)
 {
-    if (argc > 1 && strcmp(argv[1], "map") == 0)
-        return map_only(argc > 2 ? (size_t)atol(argv[2]) : 1000000);
+    if (argc > 1 && strcmp(argv[1], "map") == 0) {
+        const size_t max = argc > 2 ? (size_t)atol(argv[2]) : 1000000;
+        int rc = 0;
+        for (int p = 0; p < PAT_COUNT && rc == 0; p++)
+            if (argc <= 3 || strcmp(argv[3], "all") == 0 || strcmp(argv[3], pattern_name[p]) == 0)
+                rc = map_only((pattern)p, max);
+        return rc;
+    }
     if (argc > 1 && strcmp(argv[1], "miss") == 0)
         return miss_price();
     long max = argc > 1 ? atol(argv[1]) : 1000000;
@@ -471,20 +493,33 @@ int main(int argc, char **argv)
     for (int p = 0; p < PAT_COUNT; p++) {
         if (only != NULL && strcmp(only, pattern_name[p]) != 0)
             continue;
+        /* The sizes' processes take turns (10^3, 10^4, ..., then again), so
+         * that a drift of the host's speed weighs on every size alike and
+         * the growth compares sizes measured side by side. */
+        enum { SIZES = 5 };
+        static sample s[SIZES][PROCS];
+        for (int i = 0; i < PROCS; i++) {
+            size_t n = 1000;
+            for (int z = 0; z < SIZES && n <= (size_t)max; z++, n *= 10) {
+                job j = {(pattern)p, n, 0};
+                if (measure_forked(spec, &j, &s[z][i]) != 0) {
+                    fprintf(stderr, "run_overhead: %s at %zu tasks failed\n", pattern_name[p], n);
+                    return 3;
+                }
+            }
+        }
         double first_warm[2] = {0, 0};
-        for (size_t n = 1000; n <= (size_t)max; n *= 10) {
+        size_t n = 1000;
+        for (int z = 0; z < SIZES && n <= (size_t)max; z++, n *= 10) {
             job j = {(pattern)p, n, 0};
             sample m;
-            if (point(spec, &j, &m) != 0) {
-                fprintf(stderr, "run_overhead: %s at %zu tasks failed\n", pattern_name[p], n);
-                return 3;
-            }
+            point(s[z], &m);
             print_point(&j, &m);
             if (n == 1000)
                 first_warm[0] = m.warm[ST_WALL];
             first_warm[1] = m.warm[ST_WALL];
-            fflush(stdout);
         }
+        fflush(stdout);
         printf("%-12s growth of warm ns/task, 10^3 -> max: %.2fx\n", pattern_name[p],
                first_warm[1] / first_warm[0]);
     }
