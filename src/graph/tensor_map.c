@@ -64,8 +64,8 @@
  * batch's paths asked for at once (reads_flush): same records, same
  * inserts, but their misses to memory overlap (frag at 10^6 tasks: ~27%
  * less map time).  A task's dependencies are told apart by a scan of its
- * list up to DEDUPE_SCAN, by marks in seen[] (a miss each in a large
- * graph) only past that.  A read arg whose granules no write record
+ * list while it is short, by per-task marks (a miss each in a large graph)
+ * only past that (deps.c).  A read arg whose granules no write record
  * covers (written.c: a bit per granule, modulo 1 GiB) skips the write
  * tree's search, which would find nothing (frag at 10^6 tasks: 3 in 4
  * reads skip, 10-20% less map time).  The filter starts once the map holds
@@ -83,6 +83,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/deps.h"
 #include "graph/granules.h"
 #include "graph/range_tree.h"
 #include "graph/tensor_map.h"
@@ -105,17 +106,11 @@ typedef struct byte_run {
 typedef struct graph_map {
     graph_tree_pool pool;
     graph_tree writes, reads;
-    uint32_t epoch;
     uint64_t steps; /* reader list entries visited (the pool counts nodes) */
-    uint64_t mark_extends;
-    uint64_t dep_marks; /* dependencies deduplicated by marks, not by a scan */
     bool broken;
-    int cut_rc;     /* a cut's first failure (graph_tree_cut cannot return one) */
-    uint32_t *seen; /* per task: epoch in which it was last added as a dep */
-    uint32_t cap_seen;
-    uint32_t *deps; /* distinct dependencies of the task being added */
-    uint32_t ndeps, cap_deps;
-    byte_run *runs; /* bytes of one write arg's range that read records cover */
+    int cut_rc;      /* a cut's first failure (graph_tree_cut cannot return one) */
+    graph_deps deps; /* of the task being added (deps.c) */
+    byte_run *runs;  /* bytes of one write arg's range that read records cover */
     uint32_t nruns, cap_runs;
     graph_tree_entry *pieces; /* parts past a write of records it split */
     uint32_t npieces, cap_pieces;
@@ -213,39 +208,9 @@ static void readers_free(graph_map *m, uint32_t l)
     }
 }
 
-/* ---------------------------------------------------------- dependencies */
-
-/* A task's first DEDUPE_SCAN dependencies are told apart by a scan of the
- * list: a mark in seen[] (indexed by task) is a cache miss per edge once
- * the graph outgrows the caches, where the list is in cache.  Past that,
- * the list is marked and marks do it in O(1) per dependency. */
-#define DEDUPE_SCAN 32
-
-static bool dep_known(const graph_map *m, uint32_t task)
-{
-    if (m->ndeps > DEDUPE_SCAN)
-        return m->seen[task] == m->epoch;
-    for (uint32_t i = 0; i < m->ndeps; i++)
-        if (m->deps[i] == task)
-            return true;
-    return false;
-}
-
 static int dep_add(graph_map *m, uint32_t task)
 {
-    if (dep_known(m, task))
-        return 0;
-    int rc = graph_grow(&m->deps, &m->cap_deps, (uint64_t)m->ndeps + 1, sizeof(uint32_t));
-    if (rc != 0)
-        return rc;
-    m->deps[m->ndeps++] = task;
-    if (m->ndeps > DEDUPE_SCAN + 1)
-        m->seen[task] = m->epoch;
-    else if (m->ndeps == DEDUPE_SCAN + 1) /* from now on, marks: mark the list */
-        for (uint32_t i = 0; i < m->ndeps; i++)
-            m->seen[m->deps[i]] = m->epoch;
-    m->dep_marks += m->ndeps > DEDUPE_SCAN;
-    return 0;
+    return graph_deps_add(&m->deps, task);
 }
 
 /* Adds [lo, hi) to m->runs, merging while calls come in order of lo (the
@@ -364,16 +329,6 @@ static int arg_deps(graph_map *m, const graph_targ *a)
     if (rc == 0)
         rc = graph_tree_visit(&m->pool, &m->writes, a->lo, a->hi, write_record_deps, &q);
     return rc;
-}
-
-/* Starts a submit's marks: an epoch no seen[] slot holds yet. */
-static void epoch_next(graph_map *m)
-{
-    if (++m->epoch == 0) { /* wrapped: forget every old mark */
-        memset(m->seen, 0, (size_t)m->cap_seen * sizeof m->seen[0]);
-        m->epoch = 1;
-    }
-    m->ndeps = 0;
 }
 
 /* ---------------------------------------------------------------- update */
@@ -607,15 +562,9 @@ int graph_map_reserve(graph *g, hg_err *e)
         return err_set(e, HG_ENOMEM, "task %u: cannot allocate the tensor map", id);
     if (m->broken)
         return err_set(e, HG_ENOMEM, "task %u: the graph ran out of memory earlier", id);
-    if (m->seen != NULL && id < m->cap_seen)
-        return 0; /* the common case: nothing to grow, nothing to clear */
-    uint32_t old = m->cap_seen;
-    int rc = graph_grow(&m->seen, &m->cap_seen, (uint64_t)id + 1, sizeof(uint32_t));
+    int rc = graph_deps_reserve(&m->deps, id);
     if (rc != 0)
         return err_set(e, rc, "task %u: cannot grow the graph: %s", id, hg_strerror(rc));
-    /* New slots must not look marked. */
-    memset(m->seen + old, 0, (size_t)(m->cap_seen - old) * sizeof m->seen[0]);
-    m->mark_extends++;
     return 0;
 }
 
@@ -623,7 +572,7 @@ int graph_map_deps(graph *g, const graph_targ *args, uint32_t nargs, const hg_ta
                    uint32_t ndeps, const uint32_t **out, uint32_t *nout)
 {
     graph_map *m = g->scratch;
-    epoch_next(m);
+    graph_deps_start(&m->deps);
     int rc = 0;
     for (uint32_t i = 0; i < ndeps && rc == 0; i++)
         rc = dep_add(m, deps[i]);
@@ -638,8 +587,8 @@ int graph_map_deps(graph *g, const graph_targ *args, uint32_t nargs, const hg_ta
     for (uint32_t i = 0; i < nargs && rc == 0; i++)
         if (args[i].lo < args[i].hi)
             rc = arg_deps(m, &args[i]);
-    *out = m->deps;
-    *nout = m->ndeps;
+    *out = m->deps.list;
+    *nout = m->deps.n;
     return rc;
 }
 
@@ -661,8 +610,8 @@ void graph_map_reset(graph *g)
         graph_tree_init(&m->writes);
         graph_tree_init(&m->reads);
         m->free_readers = NONE;
-        m->ndeps = m->nruns = m->npieces = m->nreaders = m->pin_next = m->npend = 0;
-        m->steps = m->mark_extends = m->dep_marks = m->deferred = 0;
+        m->deps.n = m->nruns = m->npieces = m->nreaders = m->pin_next = m->npend = 0;
+        m->steps = m->deps.extends = m->deps.marks = m->deferred = 0;
         graph_written_reset(&m->wg);
         graph_granules_reset(&m->gran);
         gpins_forget(m);
@@ -677,8 +626,7 @@ void graph_map_free(graph *g)
     graph_map *m = g->scratch;
     if (m != NULL) {
         graph_tree_pool_free(&m->pool);
-        free(m->seen);
-        free(m->deps);
+        graph_deps_free(&m->deps);
         free(m->runs);
         free(m->pieces);
         free(m->readers);
@@ -697,7 +645,7 @@ void graph_map_stats(const graph *g, graph_map_counts *out)
         *out = (graph_map_counts){.records = m->writes.count,
                                   .reader_nodes = m->reads.count + m->npend + m->gran.live,
                                   .steps = m->pool.steps + m->steps + m->gran.steps,
-                                  .mark_extends = m->mark_extends,
+                                  .mark_extends = m->deps.extends,
                                   .nodes = m->pool.used,
                                   .height = m->reads.height > m->writes.height ? m->reads.height
                                                                                : m->writes.height};
@@ -711,7 +659,7 @@ void graph_map_more_stats(const graph *g, graph_map_more *out)
         *out = (graph_map_more){.deferred = m->deferred,
                                 .batches = m->pool.batches,
                                 .prefetched = m->pool.prefetched,
-                                .dep_marks = m->dep_marks,
+                                .dep_marks = m->deps.marks,
                                 .unwritten_reads = m->wg.skips,
                                 .granule_reads = m->gran_reads,
                                 .granule_moved = m->gran_moved};
