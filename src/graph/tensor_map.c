@@ -662,5 +662,8 @@ void graph_map_more_stats(const graph *g, graph_map_more *out)
                                 .dep_marks = m->deps.marks,
                                 .unwritten_reads = m->wg.skips,
                                 .granule_reads = m->gran_reads,
-                                .granule_moved = m->gran_moved};
+                                .granule_moved = m->gran_moved,
+                                .granule_slots = m->gran.cap,
+                                .granule_held = m->gran.nused,
+                                .granule_entries = m->gran.nent};
 }

@@ -41,6 +41,9 @@ typedef struct graph_map_more {
     uint64_t unwritten_reads; /* reads whose granules no write covered: no search */
     uint64_t granule_reads;   /* read records made in their granule's list, not the tree */
     uint64_t granule_moved;   /* of them, moved to the read tree since (passed, drained) */
+    uint32_t granule_slots;   /* the granule table's slots (its memory: 16 bytes each) */
+    uint32_t granule_held;    /* granules it holds now */
+    uint32_t granule_entries; /* record entries handed out since the last drain (32 bytes each) */
 } graph_map_more;
 
 void graph_map_more_stats(const graph *g, graph_map_more *out);

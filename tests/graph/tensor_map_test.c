@@ -323,6 +323,20 @@ TEST(frag_reads_take_no_tree_node)
     ASSERT_UEQ(more.deferred, 0);
     /* Write records only: at most BIG / 32 of them, 8 or more a leaf. */
     ASSERT_ULE(c.nodes, 2 * (BIG / 32) / 8 + 16);
+    /* The granule memory is linear: an entry per record made, at most 4
+     * slots per granule held (half full, doubling), and a rebuild after
+     * graph_reset grows nothing. */
+    const uint32_t granules = BIG * PIECE / 1024;
+    printf("  granules: %u held in %u slots, %u entries\n", more.granule_held, more.granule_slots,
+           more.granule_entries);
+    ASSERT_UEQ(more.granule_held, granules);
+    ASSERT_ULE(more.granule_slots, 4 * granules);
+    ASSERT_ULE(more.granule_entries, more.granule_reads);
+    const uint32_t slots = more.granule_slots;
+    build_frag(&g, BIG, &c);
+    graph_map_more_stats(&g, &more);
+    ASSERT_UEQ(more.granule_slots, slots);
+    ASSERT_ULE(more.granule_entries, more.granule_reads);
     graph_free(&g);
 }
 
