@@ -1,7 +1,7 @@
 /*
  * bind.c: the resident half of bind, and publish.
  *
- * Freshness, exactly (DESIGN.md): a resident arg reuses its copy only when
+ * Freshness, exactly (docs/ARCHITECTURE.md, "Residency"): a resident arg reuses its copy only when
  * the copy is current and was published for this host buffer id and byte
  * extent at the generation the buffer has now, at this run's bind.  Anything
  * else uploads: a copy that exists but is not current counts as a stale

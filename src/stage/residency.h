@@ -2,7 +2,7 @@
  * residency.h: the runner's residency cache.  Device copies of host-buffer
  * extents that outlive a run, each with the generation it was published at.
  *
- * Freshness contract (DESIGN.md): a copy is reused only when it was
+ * Freshness contract (docs/ARCHITECTURE.md, "Residency"): a copy is reused only when it was
  * published for this host buffer id and byte extent at the generation the
  * buffer has at bind of this run.  An address + size is never freshness.  A
  * copy is invalidated (current = false) before anything writes its device
