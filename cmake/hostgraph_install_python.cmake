@@ -10,7 +10,10 @@
 #     (P/lib/python3.X/site-packages: a venv at P, or PYTHONPATH): Debian's
 #     default scheme (posix_local) would point under P/local instead.
 # _paths.py is written relative to the package, so the prefix can move.
-set(prefix "${CMAKE_INSTALL_PREFIX}")
+# A relative prefix (cmake --install build --prefix venv) is relative to the
+# folder cmake --install runs in, as CMake's own install rules take it; this
+# script runs in script mode, where that folder is CMAKE_CURRENT_BINARY_DIR.
+get_filename_component(prefix "${CMAKE_INSTALL_PREFIX}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_BINARY_DIR}")
 if(HG_PY_INSTALL_DIR)
   set(pydir "${prefix}/${HG_PY_INSTALL_DIR}")
   set(how "HG_PYTHON_INSTALL_DIR")
