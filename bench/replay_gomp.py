@@ -1,6 +1,6 @@
 """replay_gomp.py: a replayed hostgraph run of N empty tasks against libgomp's
-OpenMP tasks, per task, side by side (issue 17; docs/PERFORMANCE.md,
-"Empty tasks, 10^3 to 10^6").
+OpenMP tasks, per task, side by side (docs/PERFORMANCE.md,
+"Checked graph replay").
 
     gcc -O2 -fopenmp bench/peers/gomp_tasks.c -o build/gomp_tasks
     python3 bench/replay_gomp.py [build dir (default build)] [max tasks (default 1000000)]

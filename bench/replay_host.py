@@ -1,5 +1,5 @@
 """replay_host.py: a scene's later-round host time with and without checked
-graph replay (issue 17), and the recording's cost, side by side in one
+graph replay, and the recording's cost, side by side in one
 process (docs/PERFORMANCE.md, "Checked graph replay").
 
     PYTHONPATH=build/python python3 bench/replay_host.py bgemm "qwen3_decode:preset=tiny"

@@ -1,6 +1,6 @@
 /*
  * replay_overhead.c: the cost per task of a whole run through the public API,
- * with kernels that do nothing, orchestrated against replayed (issue 17).
+ * with kernels that do nothing, orchestrated against replayed.
  *
  *     replay_overhead [tasks (default 20000)] [device spec (default sim:cores=2)] [--replay]
  *                     [--resident]

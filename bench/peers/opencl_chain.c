@@ -2,8 +2,8 @@
  * opencl_chain.c: the chain of bench/opencl_overhead.c with no runtime at
  * all, straight on OpenCL (PoCL's CPU device), to tell what a chain's
  * per-task time owes to PoCL and the host from what it owes to hostgraph
- * (docs/PERFORMANCE.md, "The chain's noisy medians").  A benchmark: never
- * built or needed by the tests.
+ * (docs/PERFORMANCE.md, "hostgraph vs StarPU on the same PoCL device").  A
+ * benchmark: never built or needed by the tests.
  *
  *     cc -O2 -o opencl_chain bench/peers/opencl_chain.c -lOpenCL
  *     ./opencl_chain [all|last|finish] [tasks (10000)] [reps (9)] [chain (1) or independent (0)]
