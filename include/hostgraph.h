@@ -817,9 +817,15 @@ const char *hg_runner_errmsg(const hg_runner *r);
  * may rewrite.  It returns the run's code: 0 lets a successful run write
  * its host bytes and publish; an HG_E* code fails it with nothing written
  * or published.  It cannot turn a failure into a success: for a non-zero
- * rc, a negative return replaces the code and anything else keeps rc.  A
- * run that fails before it starts (a NULL runner or callable) does not
- * call it.  Its time counts in the copy-back stage. */
+ * rc, a negative return replaces the code and anything else keeps rc.
+ * Every run of the runner calls it, whatever fails where, so runs pair one
+ * to one with the peers': a run that fails at bind (bad args, a plan or
+ * device error), in orchestration or in execution, and one given a NULL
+ * callable (or one without an orchestration function) that fails with
+ * HG_EINVAL before it binds, all call it with their code.  A NULL runner
+ * has no hook to call: hg_runner_run(NULL, ...) returns HG_EINVAL and no
+ * peer hears of it.  Its time counts in the copy-back stage (for a NULL
+ * callable, in no stage: the stats stay zero). */
 typedef int (*hg_run_decide_fn)(void *user, int rc, char *msg, size_t msglen);
 /* Sets the runner's decide hook (one per runner; fn NULL removes it).
  * HG_EINVAL for a NULL runner. */

@@ -16,15 +16,24 @@
  * every rank, with the same code and the message "rank F of N failed: <its
  * message>" naming the lowest failing rank F; no rank hangs waiting for a
  * failed one; nothing is written to the host or published on any rank; and
- * the next run works.  How: every allreduce first exchanges a small status
- * word (a rank whose run already failed sends it from its run's end, so
- * every pending exchange completes), and every run of an attached runner
- * ends, before copy back writes anything, with the same exchange repeated
- * until every rank has reached its run's end (the runner's decide hook,
- * hg_runner_set_decide).  A rank that stops making runs, or whose kernel
- * never returns, would leave the others waiting: every wait is bounded
- * (hg_mpi_set_timeout), and past the bound the job is aborted with
- * MPI_Abort and a message naming the rank and the collective.
+ * the next run works.  Runs pair one to one across ranks whatever fails
+ * where: a run that fails before it executes (bad args, a plan or bind
+ * error, an orchestration's failure, a NULL callable or one without an
+ * orchestration function: HG_EINVAL) still takes part in the agreement, so
+ * it fails on every rank with its code, and every rank's next run pairs
+ * with the others' next.  hg_runner_run(NULL, ...) is no run at all: with
+ * no runner there is no attachment to agree through, so it returns
+ * HG_EINVAL on that rank alone and the others' run pairs with that rank's
+ * next one (a caller must not make it).  How: every allreduce first
+ * exchanges a small status word (a rank whose run already failed sends it
+ * from its run's end, so every pending exchange completes), and every run
+ * of an attached runner ends, before copy back writes anything, with the
+ * same exchange repeated until every rank has reached its run's end (the
+ * runner's decide hook, hg_runner_set_decide).  A rank that stops making
+ * runs, or whose kernel never returns, would leave the others waiting:
+ * every wait is bounded (hg_mpi_set_timeout), and past the bound the job
+ * is aborted with MPI_Abort and a message naming the rank and the
+ * collective.
  *
  * Threading: MPI must be initialised with at least MPI_THREAD_SERIALIZED:
  * allreduce tasks call MPI from the device's core threads (the sim) or the

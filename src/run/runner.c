@@ -409,7 +409,9 @@ int hg_runner_run(hg_runner *r, const hg_callable *c, const hg_arg *args, uint32
     if (c == NULL || c->orchestrate == NULL) {
         if (stats)
             *stats = s;
-        return err_set(&r->err, HG_EINVAL, "callable: no orchestration function");
+        /* Nothing runs, but the run still counts for the decide hook: its
+         * peers' runs must pair with this one, not with the next. */
+        return run_decide(r, err_set(&r->err, HG_EINVAL, "callable: no orchestration function"));
     }
     r->runs++;
     r->copied_back = false;
