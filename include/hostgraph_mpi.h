@@ -66,9 +66,13 @@ typedef struct hg_mpi hg_mpi;
  * HG_EUNSUPPORTED (MPI not initialised, or finalised, or a thread level
  * below MPI_THREAD_SERIALIZED); HG_EIO (an MPI call failed); HG_ENOMEM. */
 int hg_mpi_attach(hg_runner *r, MPI_Comm comm, hg_mpi **out, char *errbuf, size_t errlen);
-/* Removes the hook and frees the duplicate communicator (collective over
- * it: every rank detaches).  Detach before closing the runner and before
- * MPI_Finalize.  NULL is a no-op. */
+/* Removes the hook, drops the runner's replay recording
+ * (hg_runner_invalidate_replay: its allreduce tasks name this attachment,
+ * so the runner's next run orchestrates, with whatever attachment its
+ * orchestration then names) and frees the duplicate communicator
+ * (collective over it: every rank detaches).  Detach before closing the
+ * runner and before MPI_Finalize, with no run of the runner in flight.
+ * NULL is a no-op. */
 void hg_mpi_detach(hg_mpi *m);
 /* This rank and the number of ranks in the communicator; -1 for NULL. */
 int hg_mpi_rank(const hg_mpi *m);
@@ -111,7 +115,9 @@ int hg_mpi_set_timeout(hg_mpi *m, double seconds);
  *
  * On error the orchestration fails (hg_orch_fail) and the code is returned:
  * HG_EINVAL (o, m or view NULL; a dtype other than f32 or bf16; a strided
- * view), HG_ELIMIT (more than INT_MAX elements), or any code
+ * view; m attached to a runner that is not running, i.e. o is another
+ * runner's orchestration: a task of that runner's replay recording would
+ * hold m past its detach), HG_ELIMIT (more than INT_MAX elements), or any code
  * hg_task_submit_host_step returns (e.g. HG_ERANGE: the view
  * is not inside the arg).  The task's id goes to *out when out is not NULL.
  */

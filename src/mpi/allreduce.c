@@ -15,7 +15,10 @@
  *     every rank was in an allreduce of the same signature and none had
  *     failed (comm.c's agreement relies on it);
  *   - the kernel reads only its own task arg, through a host pointer
- *     (hg_task_submit_host_step): handed to MPI as it is.
+ *     (hg_task_submit_host_step): handed to MPI as it is;
+ *   - the task holds m as a scalar, so a replay recording holds it too: it
+ *     is submitted only while m's runner runs (another runner's recording
+ *     would outlive m), and hg_mpi_detach drops that runner's recording.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -171,6 +174,14 @@ int hg_mpi_allreduce(hg_orch *o, hg_mpi *m, uint32_t arg, const hg_tensor *view,
     if (m == NULL || view == NULL)
         return hg_orch_fail(o, HG_EINVAL, "allreduce on arg %u: %s is NULL", arg,
                             m == NULL ? "the MPI attachment" : "the view");
+    /* m's runner is orchestrating now if o is its orchestration: another
+     * runner's attachment would land in that runner's replay recording,
+     * which m's detach could not drop. */
+    if (hg_runner_stage(m->runner) == NULL)
+        return hg_orch_fail(o, HG_EINVAL,
+                            "allreduce on arg %u: the MPI attachment is another runner's (its "
+                            "runner is not running); submit from its own runner's orchestration",
+                            arg);
     int rc = check_view(o, m, arg, view);
     if (rc != 0)
         return rc;

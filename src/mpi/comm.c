@@ -238,6 +238,10 @@ void hg_mpi_detach(hg_mpi *m)
     if (m == NULL)
         return;
     hg_runner_set_decide(m->runner, NULL, NULL);
+    /* A replay recording's allreduce tasks hold m as a scalar: it must not
+     * outlive m (allreduce.c takes m from its own runner's orchestration
+     * only, so no other runner's recording holds it). */
+    hg_runner_invalidate_replay(m->runner);
     MPI_Comm_free(&m->comm);
     free(m->staging);
     free(m);
