@@ -22,6 +22,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
 
+# Each step prints its wall time when it ends ("-- NAME: N s"), so a CI log
+# says what each pass cost (README, "What the test command runs").
+step_name=
+step_start=$SECONDS
+step() { # name: ends the running step, printing its time, and starts this one
+    if [ -n "$step_name" ]; then echo "-- $step_name: $((SECONDS - step_start)) s"; fi
+    step_name=$1
+    step_start=$SECONDS
+    if [ -n "$step_name" ]; then echo "== $step_name"; fi
+}
+
 build() { # dir, extra cmake args...
     local dir=$1
     shift
@@ -29,7 +40,7 @@ build() { # dir, extra cmake args...
     cmake --build "$dir" -j"$jobs" >/dev/null
 }
 
-echo "== clang-format"
+step "clang-format"
 if command -v clang-format >/dev/null; then
     git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
     echo "format ok"
@@ -37,20 +48,20 @@ else
     echo "clang-format not installed: skipped"
 fi
 
-echo "== build and test (RelWithDebInfo)"
+step "build and test (RelWithDebInfo)"
 build build
 ctest --test-dir build --output-on-failure -j"$jobs" -LE 'soak|python|install'
 
-echo "== Python package (pytest) and install test"
+step "Python package (pytest) and install test"
 ctest --test-dir build --output-on-failure -j"$jobs" -L 'python|install'
 
-echo "== AddressSanitizer + UndefinedBehaviorSanitizer"
+step "AddressSanitizer + UndefinedBehaviorSanitizer"
 # intercept_tls_get_addr=0: see HG_ASAN_TLS_OPTION in CMakeLists.txt (a
 # sanitizer runtime bug that crashes the leak check on dlopened TLS).
 build build-asan -DHG_SANITIZE=address,undefined
 ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0 ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE soak
 
-echo "== ThreadSanitizer"
+step "ThreadSanitizer"
 build build-tsan -DHG_SANITIZE=thread
 # TSan needs a low-entropy address space on kernels with high mmap randomness.
 tsan_prefix=()
@@ -63,4 +74,5 @@ fi
 # and tp_test still run.
 "${tsan_prefix[@]}" ctest --test-dir build-tsan --output-on-failure -j"$jobs" -LE soak \
     -E '^cli/(readme|usage|files|repeat)_test$'
-
+step ""
+echo "-- all: $SECONDS s"
