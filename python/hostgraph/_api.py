@@ -16,6 +16,7 @@ from .errors import (
     NoHostViewError,
     NotFoundError,
     RangeError,
+    RunnerBusyError,
     SceneError,
     SizeOverflowError,
     StaleError,
@@ -45,7 +46,7 @@ __all__ = [
     "Arg", "Callable", "CanceledError", "CopyError", "DTYPES", "Device", "DeviceBuffer", "DeviceMemoryError", "Dir",
     "Error", "FileError", "GoldenError", "HostBuffer", "HostMemoryError", "IN", "INOUT",
     "InvalidArgument", "KernelError", "LimitError", "NoHostViewError", "NotFoundError", "OUT",
-    "ParamInfo", "RangeError", "RunStats", "Runner", "SCALAR", "SceneCase", "SceneError",
+    "ParamInfo", "RangeError", "RunStats", "Runner", "RunnerBusyError", "SCALAR", "SceneCase", "SceneError",
     "SceneInfo", "SizeOverflowError", "StaleError", "Tensor", "Trace", "UnsupportedError",
     "UsageError", "compare_scene", "load_callable", "run_scene", "scalar", "scalar_bits", "scenes",
 ]  # fmt: skip

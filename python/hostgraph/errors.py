@@ -116,6 +116,22 @@ class CanceledError(Error):
     code = _capi.HG_ECANCELED
 
 
+class RunnerBusyError(Error, RuntimeError):
+    """A Runner was called while a run of it is in flight: on another thread,
+    or a run that a Ctrl-C interrupted and that is still stopping.  A runner
+    is used by one thread at a time, and it refuses the call rather than
+    wait (a run can take minutes) or let it race the run.  Nothing was done:
+    call again once the run has returned.  (Runner.close waits instead.)"""
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(message or RUNNER_BUSY)
+
+
+#: The message of RunnerBusyError.
+RUNNER_BUSY = ("runner is running on another thread: a runner is used by one thread at a "
+               "time; call it again once that run has returned")
+
+
 class UsageError(Error, ValueError):
     """The scene runner refused its arguments (the command's exit code 2)."""
 

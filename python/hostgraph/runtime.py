@@ -25,6 +25,7 @@ from . import _capi, _interrupt, dtypes
 from .buffers import Tensor, _size
 from .errors import InvalidArgument, NotFoundError, check, error_for
 from ._lifetime import Closing
+from ._runner_handle import _RunnerHandle
 
 _lib = _capi.core
 
@@ -423,7 +424,16 @@ class Trace(Closing):
 
 class Runner(Closing):
     """Runs callables on a device, keeping a retained buffer, resident copies
-    and pooled scratch across runs.  One thread at a time (a lock enforces it).
+    and pooled scratch across runs.
+
+    One thread at a time, enforced: while a run is in flight (on another
+    thread, or one a Ctrl-C interrupted that is still stopping), every
+    method that calls into C on the runner (run, the setters,
+    invalidate_replay, set_budget, set_poison_scratch, errmsg and the byte
+    counts) raises RunnerBusyError and does nothing; only :meth:`close`
+    waits for the run to return.  Calls between runs from several threads
+    are serialised, never refused.  So a runner shared between threads
+    either works or says so; it never races its own run.
 
     Args:
         device: the device to run on; the runner keeps it open.
@@ -460,31 +470,44 @@ class Runner(Closing):
     def closed(self) -> bool:
         return self._h.ptr is None
 
+    @property
+    def running(self) -> bool:
+        """Whether a run of this runner is in flight (on any thread)."""
+        return self._h.running
+
     def run(self, callable_: Callable, args: Sequence[Arg]) -> RunStats:
         """One run: bind, orchestrate, execute, copy back, publish, release.
 
         Returns the run's stats.  Raises the Error subclass for the failure's
-        code, carrying the runner's one-line message (it names the arg).
+        code, carrying the runner's one-line message (it names the arg);
+        RunnerBusyError, doing nothing, while another run is in flight.
+        Ctrl-C cancels the run between tasks and raises KeyboardInterrupt
+        once the run has stopped; the runner stays usable.
         """
         if not isinstance(callable_, Callable):
             raise TypeError(f"run wants a hostgraph.Callable, not {type(callable_).__name__}")
         carr = _arg_array(args)
         stats = ctypes.create_string_buffer(ctypes.sizeof(_capi.hg_run_stats) + _capi.STRUCT_SLACK)
-        with self._h.lock:
-            h = self._handle()
-            # Ctrl-C cancels the run between tasks; the runner stays usable.
-            rc = _interrupt.call(
-                lambda: _lib.hg_runner_run(h, ctypes.byref(callable_._struct), carr, len(args),
-                                           ctypes.addressof(stats)),
-                lambda: _lib.hg_runner_cancel(h), lambda: _lib.hg_runner_cancel_clear(h))
-            if rc != 0:
-                raise error_for(rc, self.errmsg)
+        c = ctypes.byref(callable_._struct)
+
+        def run(h: int) -> "tuple[int, str]":  # on the worker, holding the runner
+            rc = _lib.hg_runner_run(h, c, carr, len(args), ctypes.addressof(stats))
+            return rc, _errmsg(h) if rc != 0 else ""
+
+        def end(h: int) -> None:  # the run returned: withdraw a late cancel, give it back
+            _lib.hg_runner_cancel_clear(h)
+            self._h.leave()
+
+        rc, msg = _interrupt.call(run, _lib.hg_runner_cancel, lambda: self._h.enter(run=True), end)
+        if rc != 0:
+            raise error_for(rc, msg)
         return RunStats._from_c(_capi.hg_run_stats.from_buffer(stats))
 
     @property
     def errmsg(self) -> str:
         """The last error as one line naming the arg and the value ("" after success)."""
-        return _lib.hg_runner_errmsg(self._handle()).decode(errors="replace")
+        with self._h.calling() as h:
+            return _errmsg(h)
 
     @property
     def verify(self) -> bool:
@@ -492,8 +515,9 @@ class Runner(Closing):
 
     @verify.setter
     def verify(self, on: bool) -> None:
-        _lib.hg_runner_set_verify(self._handle(), bool(on))
-        self._verify = bool(on)
+        with self._h.calling() as h:
+            _lib.hg_runner_set_verify(h, bool(on))
+            self._verify = bool(on)
 
     @property
     def replay(self) -> bool:
@@ -501,26 +525,36 @@ class Runner(Closing):
 
     @replay.setter
     def replay(self, on: bool) -> None:
-        _lib.hg_runner_set_replay(self._handle(), bool(on))
-        self._replay = bool(on)
+        with self._h.calling() as h:
+            _lib.hg_runner_set_replay(h, bool(on))
+            self._replay = bool(on)
 
     def invalidate_replay(self) -> None:
         """Drop the recording: what the orchestration reads outside its args (a
-        global, its closure) changed.  The next run orchestrates."""
-        _lib.hg_runner_invalidate_replay(self._handle())
+        global, its closure) changed.  The next run orchestrates.
+        RunnerBusyError while a run is in flight (it may be executing the
+        recording)."""
+        with self._h.calling() as h:
+            _lib.hg_runner_invalidate_replay(h)
 
     @property
     def replay_bytes(self) -> int:
         """Host bytes the runner's recording holds (0 with none)."""
-        return int(_lib.hg_runner_replay_bytes(self._handle()))
+        with self._h.calling() as h:
+            return int(_lib.hg_runner_replay_bytes(h))
 
     def set_poison_scratch(self, on: bool) -> None:
         """Fill reused scratch with 0xA5 (debugging kernels that read unwritten scratch)."""
-        _lib.hg_runner_set_poison_scratch(self._handle(), bool(on))
+        with self._h.calling() as h:
+            _lib.hg_runner_set_poison_scratch(h, bool(on))
 
     def set_budget(self, nbytes: int) -> None:
         """Device bytes resident copies may hold (0: the device's capacity); evicts now."""
-        check(_lib.hg_runner_set_budget(self._handle(), _size(nbytes, "budget")), self.errmsg)
+        n = _size(nbytes, "budget")
+        with self._h.calling() as h:
+            rc = _lib.hg_runner_set_budget(h, n)
+            msg = _errmsg(h) if rc != 0 else ""
+        check(rc, msg)
 
     @property
     def trace(self) -> Optional[Trace]:
@@ -532,73 +566,46 @@ class Runner(Closing):
     def trace(self, t: Optional[Trace]) -> None:
         """Records into `t` (None: stop).  A closed trace is refused."""
         tptr = t._handle() if t is not None else None
-        self._handle()
+        self._h.set_trace(tptr)
         old = self._trace
         if old is not None:
             old._runners.discard(self._h)
-        self._h.set_trace(tptr)
         if t is not None:
             t._runners.add(self._h)
         self._trace = t
 
     @property
     def retained_capacity(self) -> int:
-        return int(_lib.hg_runner_retained_capacity(self._handle()))
+        with self._h.calling() as h:
+            return int(_lib.hg_runner_retained_capacity(h))
 
     @property
     def device_bytes(self) -> int:
         """Device bytes the runner holds: retained buffer, resident copies, pooled scratch."""
-        return int(_lib.hg_runner_device_bytes(self._handle()))
+        with self._h.calling() as h:
+            return int(_lib.hg_runner_device_bytes(h))
 
     @property
     def resident_bytes(self) -> int:
-        return int(_lib.hg_runner_resident_bytes(self._handle()))
+        with self._h.calling() as h:
+            return int(_lib.hg_runner_resident_bytes(h))
 
     @property
     def resident_copies(self) -> int:
-        return int(_lib.hg_runner_resident_copies(self._handle()))
+        with self._h.calling() as h:
+            return int(_lib.hg_runner_resident_copies(h))
 
     def close(self) -> None:
-        """Frees the runner's device memory and forgets every residency record. Idempotent."""
+        """Frees the runner's device memory and forgets every residency record.
+        Waits for a run in flight on another thread to return first. Idempotent."""
         self._h.close()
         self.device._runners.discard(self._h)
         if self._trace is not None:
             self._trace._runners.discard(self._h)
 
 
-
-class _RunnerHandle:
-    """The C runner, shared by its Runner, its Device and the Trace it records
-    into, so that whichever of them closes first (by hand, or by the
-    collector in any order within one cycle) closes it exactly once, before
-    the device, and a closed trace is detached first.  The lock keeps the
-    runner to one thread at a time: a run, a close or a trace change."""
-
-    __slots__ = ("ptr", "lock", "trace_ptr")
-
-    def __init__(self, ptr: int) -> None:
-        self.ptr: Optional[int] = ptr
-        self.lock = threading.Lock()
-        self.trace_ptr: Optional[int] = None
-
-    def close(self) -> None:
-        with self.lock:
-            ptr, self.ptr = self.ptr, None
-            if ptr is not None:
-                _lib.hg_runner_close(ptr)
-
-    def set_trace(self, tptr: Optional[int]) -> None:
-        with self.lock:
-            if self.ptr is not None:
-                _lib.hg_runner_set_trace(self.ptr, tptr)
-                self.trace_ptr = tptr
-
-    def detach_trace(self, tptr: int) -> None:
-        """Stops recording into trace `tptr` (a trace being closed), if it still does."""
-        with self.lock:
-            if self.ptr is not None and self.trace_ptr == tptr:
-                _lib.hg_runner_set_trace(self.ptr, None)
-                self.trace_ptr = None
+def _errmsg(h: int) -> str:
+    return _lib.hg_runner_errmsg(h).decode(errors="replace")
 
 
 def _arg_array(args: Sequence[Arg]) -> "ctypes.Array[_capi.hg_arg]":

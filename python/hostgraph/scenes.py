@@ -94,14 +94,19 @@ def _run(compare: bool, scene: str, rounds: int, residency: Optional[str], param
         errbuf = ctypes.create_string_buffer(8192)
         lib = _capi.scenes()
         fn = lib.hg_scene_compare if compare else lib.hg_scene_run
-        cancel = ctypes.c_void_p()
-        check(lib.hg_scene_cancel_create(ctypes.byref(cancel)))
-        opts.cancel = cancel
-        try:  # Ctrl-C stops the rounds after the one in flight
-            rc = _interrupt.call(lambda: fn(ctypes.byref(opts), errbuf, len(errbuf)),
-                                 lambda: lib.hg_scene_cancel_request(cancel))
-        finally:
-            lib.hg_scene_cancel_destroy(cancel)
+
+        def begin() -> ctypes.c_void_p:  # on the worker, as is end: they pair
+            cancel = ctypes.c_void_p()
+            check(lib.hg_scene_cancel_create(ctypes.byref(cancel)))
+            return cancel
+
+        def run(cancel: ctypes.c_void_p) -> int:
+            opts.cancel = cancel
+            return int(fn(ctypes.byref(opts), errbuf, len(errbuf)))
+
+        # Ctrl-C stops the rounds after the one in flight, and raises once
+        # the scene runner has returned (no row is printed after it).
+        rc = _interrupt.call(run, lib.hg_scene_cancel_request, begin, lib.hg_scene_cancel_destroy)
         message = errbuf.value.decode(errors="replace")
         report = None
         if os.path.exists(path):

@@ -40,3 +40,15 @@ def root() -> Path:
 
 def run_cli(cli: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run([str(cli), *args], capture_output=True, text=True, check=check)
+
+
+def run_child(code: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Runs `code` in a fresh interpreter that imports the same package (a
+    crash there, SIGSEGV included, fails the test instead of the session).
+    The child prints its findings; the caller checks them and the exit code."""
+    import hostgraph
+
+    env = dict(os.environ, PYTHONPATH=str(Path(hostgraph.__file__).resolve().parents[1]),
+               PYTHONDONTWRITEBYTECODE="1")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=timeout, env=env)

@@ -10,12 +10,15 @@ here compares timings, only what was raised and what is left.
 
 import _thread
 import ctypes
+import json
+import os
 import threading
 import time
 
 import pytest
 
 import hostgraph as hg
+from conftest import run_child
 
 
 def interrupt_soon(delay: float = 0.5) -> threading.Timer:
@@ -74,6 +77,94 @@ def test_a_long_run_raises_keyboard_interrupt_and_the_runner_stays_usable():
         ok, why = small.check()
         assert ok, why
         runner.run(small.callable, small.args)
+
+
+# A child process (a real SIGINT, and a crash fails the test, not the
+# session): SIGINT at a seeded moment of a run of bgemm at grid 16, tile 96
+# on one runner (seconds of execution), then at once a small run on the same
+# runner, checked against its golden; four times.  Debian's Python 3.11.2
+# marks a thread stopped once its join() is interrupted, so before the fix
+# KeyboardInterrupt came while the canceled run still executed, and the next
+# run raced it on the same runner: golden mismatches, seconds of waiting
+# booked as exec_ms (issue 25, item 1).
+CTRL_C_THEN_RUN = r"""
+import ctypes, json, os, random, signal, threading, time
+import hostgraph as hg
+stage = hg._capi.core["hg_runner_stage"]
+stage.restype, stage.argtypes = ctypes.c_char_p, [ctypes.c_void_p]
+rng = random.Random(SEED)
+with hg.SceneCase("bgemm", {"grid": 16, "tile": 96}) as big, \
+        hg.Device("sim:cores=2") as dev, hg.Runner(dev) as runner:
+    h = runner._handle()
+    for i in range(4):
+        delay = rng.uniform(0.05, 1.0)
+
+        def sigint_during_execution():
+            while stage(h) != b"execute":
+                time.sleep(0.002)
+            time.sleep(delay)
+            os.kill(os.getpid(), signal.SIGINT)
+
+        w = threading.Thread(target=sigint_during_execution, daemon=True)
+        w.start()
+        row = {"delay": delay}
+        try:
+            runner.run(big.callable, big.args)
+            row["raised"] = None
+        except KeyboardInterrupt:
+            row["raised"] = "KeyboardInterrupt"
+        s = stage(h)  # at once: the canceled run must be over
+        row["stage_at_raise"] = s.decode() if s else None
+        with hg.SceneCase("bgemm", {"grid": 2, "tile": 8}) as small:
+            try:
+                runner.run(small.callable, small.args)
+                row["golden"] = list(small.check())
+            except hg.Error as e:
+                row["golden"] = [False, type(e).__name__ + ": " + str(e)]
+        w.join()
+        print(json.dumps(row), flush=True)
+"""
+
+
+def test_ctrl_c_then_a_run_on_the_same_runner_never_races_the_canceled_run():
+    seed = int.from_bytes(os.urandom(4), "little")
+    print("seed", seed)
+    child = run_child(CTRL_C_THEN_RUN.replace("SEED", str(seed)))
+    assert child.returncode == 0, f"seed {seed}: exit {child.returncode}\n{child.stderr}"
+    rows = [json.loads(line) for line in child.stdout.splitlines() if line.startswith("{")]
+    assert len(rows) == 4, child.stdout
+    for row in rows:
+        assert row["raised"] == "KeyboardInterrupt", (seed, row)
+        # KeyboardInterrupt came once the C run had returned, not before ...
+        assert row["stage_at_raise"] is None, (seed, row)
+        # ... so the next run had the runner to itself.
+        assert row["golden"][0] is True, (seed, row)
+
+
+# Ctrl-C in run_scene(print_table=True) raises once the scene runner has
+# returned: no row or summary comes after the exception (before the fix they
+# did, from the scene run left going).  The child waits 2 s after the
+# exception, time for a run left going to finish its round (~0.6 s) and
+# print; with the fix nothing can come, whatever the timing.
+SCENE_CTRL_C = r"""
+import os, signal, threading, time
+import hostgraph as hg
+threading.Timer(1.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+try:
+    hg.run_scene("bgemm", rounds=1000, params={"grid": 8, "tile": 96}, print_table=True)
+except KeyboardInterrupt:
+    print("RAISED", flush=True)
+time.sleep(2)
+"""
+
+
+def test_ctrl_c_in_run_scene_prints_nothing_after_the_exception():
+    child = run_child(SCENE_CTRL_C)
+    assert child.returncode == 0, child.stderr
+    before, marker, after = child.stdout.partition("RAISED\n")
+    assert marker, child.stdout
+    assert "golden" in before  # the table's head, printed before the exception
+    assert after == "", f"printed after KeyboardInterrupt:\n{after}"
 
 
 def test_canceled_error_is_exported():
