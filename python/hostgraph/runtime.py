@@ -450,6 +450,7 @@ class Runner(Closing):
         ptr = ctypes.c_void_p()
         check(_lib.hg_runner_open(device._handle(), ctypes.byref(ptr)), "hg_runner_open")
         self.device = device
+        self._spec = device.spec  # for repr, which never calls C
         self._h = _RunnerHandle(ptr.value)
         self._trace: Optional[Trace] = None
         self._verify = False
@@ -602,6 +603,13 @@ class Runner(Closing):
         self.device._runners.discard(self._h)
         if self._trace is not None:
             self._trace._runners.discard(self._h)
+
+    def __repr__(self) -> str:
+        if self.closed:
+            return "<Runner closed>"
+        modes = "".join(f" {name}" for name, on in (("verify", self._verify), ("replay", self._replay),
+                                                     ("traced", self.trace is not None)) if on)
+        return f"<Runner on {self._spec}{modes}{' running' if self.running else ''}>"
 
 
 def _errmsg(h: int) -> str:

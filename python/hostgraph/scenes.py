@@ -189,6 +189,7 @@ class SceneCase(Closing):
         self._memory: Optional[_CaseMemory] = _CaseMemory(ptr.value)
         self._ptr: Optional[int] = ptr.value
         self.scene = scene
+        self.params: Tuple[str, ...] = tuple(p.decode() for p in strings)  # as given
         cc = lib.hg_scene_case_callable(self._ptr).contents
         # Scenes' callables keep no state: a copy outlives the case.
         self.callable = Callable(_capi.hg_callable(cc.name, cc.orchestrate, cc.user), lib,
@@ -233,6 +234,15 @@ class SceneCase(Closing):
         msg = ctypes.create_string_buffer(512)
         ok = _capi.scenes().hg_scene_case_check(self._ptr, msg, len(msg))
         return bool(ok), msg.value.decode(errors="replace")
+
+    def __repr__(self) -> str:
+        params = "".join(f" {p}" for p in self.params)
+        if self.closed:
+            return f"<SceneCase {self.scene}{params} closed>"
+        args = ", ".join(f"{a.name} {a.direction.name}" + (f" {a.tensor.dtype}{list(a.tensor.shape)}"
+                                                           if a.tensor is not None else "")
+                         for a in self.args)
+        return f"<SceneCase {self.scene}{params}: {args}>"
 
     def close(self) -> None:
         """Closes the case: its buffers can no longer be used in a run.  Its

@@ -78,9 +78,11 @@ with hg.Device("sim:cores=2") as dev, hg.Runner(dev, replay=True) as runner, \
         except hg.RunnerBusyError as e:
             what = "busy: " + str(e)
         results[name] = {"what": what, "in_flight": before == stage(h) == b"execute"}
+    results["repr"] = {"what": repr(runner), "in_flight": stage(h) == b"execute"}
     a.join()
     out["calls"] = results
-    out["after"] = {"replay": runner.replay, "verify": runner.verify, "trace": runner.trace is None}
+    out["after"] = {"replay": runner.replay, "verify": runner.verify, "trace": runner.trace is None,
+                    "repr": repr(runner)}
 
     # close from this thread while A runs: it waits for the run, which completes.
     a = threading.Thread(target=run_in_a, args=("second",))
@@ -101,9 +103,13 @@ def test_a_run_in_flight_on_another_thread_refuses_every_call_and_close_waits():
     assert out["first"] == {"replayed": 1, "golden": [True, "pass: max abs err 0, max rel err 0"]}
     for name, r in out["calls"].items():
         assert r["in_flight"], f"{name}: the run was not in flight throughout: inconclusive, {r}"
-        assert r["what"] == "busy: " + hg.errors.RUNNER_BUSY, (name, r)
+        if name == "repr":
+            assert r["what"].endswith(" replay running>"), r
+        else:
+            assert r["what"] == "busy: " + hg.errors.RUNNER_BUSY, (name, r)
     # Nothing the refused calls asked for was done.
-    assert out["after"] == {"replay": True, "verify": False, "trace": True}
+    assert out["after"] == {"replay": True, "verify": False, "trace": True,
+                            "repr": "<Runner on sim:cores=2 replay>"}
     # close waited for the run in flight, which completed normally.
     assert out["closed_while_running"]["closed"]
     assert out["second"] == {"replayed": 1, "golden": [True, "pass: max abs err 0, max rel err 0"]}
@@ -132,3 +138,16 @@ def test_calls_between_runs_from_two_threads_are_serialised_never_refused():
         runner.run(case.callable, case.args)
         ok, why = case.check()
         assert ok, why
+
+
+def test_repr_of_a_runner_and_a_scene_case():
+    with hg.Device("sim:cores=2") as dev:
+        runner = hg.Runner(dev, verify=True)
+        assert repr(runner) == "<Runner on sim:cores=2 verify>"
+        runner.close()
+        assert repr(runner) == "<Runner closed>"
+    case = hg.SceneCase("bgemm", {"grid": 2, "tile": 8})
+    assert repr(case) == ("<SceneCase bgemm grid=2 tile=8: A IN f32[16, 16], B IN f32[16, 16], "
+                          "C INOUT f32[16, 16], config IN i64[4]>")
+    case.close()
+    assert repr(case) == "<SceneCase bgemm grid=2 tile=8 closed>"
