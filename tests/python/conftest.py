@@ -52,3 +52,18 @@ def run_child(code: str, timeout: float = 300) -> subprocess.CompletedProcess:
                PYTHONDONTWRITEBYTECODE="1")
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=timeout, env=env)
+
+
+def device_specs() -> list:
+    """The sim, and OpenCL where it opens (HG_REQUIRE_OPENCL=1: it must),
+    as pytest params for tests that hold on both."""
+    import hostgraph
+
+    try:
+        hostgraph.Device("opencl").close()
+        opencl = pytest.param("opencl")
+    except hostgraph.Error as e:
+        if os.environ.get("HG_REQUIRE_OPENCL") == "1":
+            raise
+        opencl = pytest.param("opencl", marks=pytest.mark.skip(reason=f"no OpenCL device: {e}"))
+    return ["sim:cores=2", opencl]

@@ -18,7 +18,7 @@ import time
 import pytest
 
 import hostgraph as hg
-from conftest import run_child
+from conftest import device_specs, run_child
 
 
 def interrupt_soon(delay: float = 0.5) -> threading.Timer:
@@ -94,7 +94,7 @@ stage = hg._capi.core["hg_runner_stage"]
 stage.restype, stage.argtypes = ctypes.c_char_p, [ctypes.c_void_p]
 rng = random.Random(SEED)
 with hg.SceneCase("bgemm", {"grid": 16, "tile": 96}) as big, \
-        hg.Device("sim:cores=2") as dev, hg.Runner(dev) as runner:
+        hg.Device("SPEC") as dev, hg.Runner(dev) as runner:
     h = runner._handle()
     for i in range(4):
         delay = rng.uniform(0.05, 1.0)
@@ -126,10 +126,11 @@ with hg.SceneCase("bgemm", {"grid": 16, "tile": 96}) as big, \
 """
 
 
-def test_ctrl_c_then_a_run_on_the_same_runner_never_races_the_canceled_run():
+@pytest.mark.parametrize("spec", device_specs())
+def test_ctrl_c_then_a_run_on_the_same_runner_never_races_the_canceled_run(spec):
     seed = int.from_bytes(os.urandom(4), "little")
     print("seed", seed)
-    child = run_child(CTRL_C_THEN_RUN.replace("SEED", str(seed)))
+    child = run_child(CTRL_C_THEN_RUN.replace("SEED", str(seed)).replace("SPEC", spec))
     assert child.returncode == 0, f"seed {seed}: exit {child.returncode}\n{child.stderr}"
     rows = [json.loads(line) for line in child.stdout.splitlines() if line.startswith("{")]
     assert len(rows) == 4, child.stdout

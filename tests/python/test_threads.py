@@ -14,10 +14,12 @@ to each call while the run was seen in flight before and after it
 import json
 import threading
 
-import hostgraph as hg
-from conftest import run_child
+import pytest
 
-# Thread A runs a replay of bgemm (grid 16, tile 64: seconds on sim:cores=2);
+import hostgraph as hg
+from conftest import device_specs, run_child
+
+# Thread A runs a replay of bgemm (grid 16, tile 64: a second or more);
 # the main thread, once A executes, calls every method that reaches C.
 RACE = r"""
 import ctypes, json, threading, time
@@ -37,7 +39,7 @@ with hg.Device("sim:cores=2") as dev, hg.Runner(dev, replay=True) as runner, \
         case.arg("C").tensor.buffer.mark_written()
 
     runner.run(case.callable, case.args)  # records the graph
-    out = {}
+    out = {"spec": dev.spec}
 
     def run_in_a(key):
         reset()
@@ -95,8 +97,9 @@ with hg.Device("sim:cores=2") as dev, hg.Runner(dev, replay=True) as runner, \
 """
 
 
-def test_a_run_in_flight_on_another_thread_refuses_every_call_and_close_waits():
-    child = run_child(RACE)
+@pytest.mark.parametrize("spec", device_specs())
+def test_a_run_in_flight_on_another_thread_refuses_every_call_and_close_waits(spec):
+    child = run_child(RACE.replace("SPEC", spec))
     assert child.returncode == 0, f"exit {child.returncode}\n{child.stderr}"
     out = json.loads(child.stdout.splitlines()[-1])
     # The run on thread A was untouched: it replayed and its outputs are right.
@@ -109,7 +112,7 @@ def test_a_run_in_flight_on_another_thread_refuses_every_call_and_close_waits():
             assert r["what"] == "busy: " + hg.errors.RUNNER_BUSY, (name, r)
     # Nothing the refused calls asked for was done.
     assert out["after"] == {"replay": True, "verify": False, "trace": True,
-                            "repr": "<Runner on sim:cores=2 replay>"}
+                            "repr": f"<Runner on {out['spec']} replay>"}
     # close waited for the run in flight, which completed normally.
     assert out["closed_while_running"]["closed"]
     assert out["second"] == {"replayed": 1, "golden": [True, "pass: max abs err 0, max rel err 0"]}
