@@ -709,8 +709,9 @@ void hg_runner_set_verify(hg_runner *r, bool on);
  * checks and restoring the recorded copy-back plan (O(args + host reads +
  * the merged ranges it fetches), plus O(task args) when a region moved);
  * their copy-back plans nothing per written view.  Memory: one
- * recording, O(tasks + task args + args) host bytes
- * (hg_runner_replay_bytes), besides the graph every runner keeps; a new
+ * recording, O(tasks + task args + args + the bytes of the names it holds:
+ * args', scratch's, kernels') host bytes, all counted by
+ * hg_runner_replay_bytes, besides the graph every runner keeps; a new
  * recording takes the old one's place (its arrays become the working
  * graph's, reused by the next orchestration as a graph's always are);
  * hg_runner_invalidate_replay, turning replay off, and hg_runner_close free

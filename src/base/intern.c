@@ -5,7 +5,8 @@
  * string) slots, kept at most half full, so an expected lookup probes O(1)
  * slots and compares a string only when its 64-bit hash matches.  Strings
  * are never removed one by one: the set only grows until intern_free, which
- * is what its users need (names for as long as a runner or trace lives).
+ * is what its users need (a graph's kernel names, a trace's span names, for
+ * as long as the graph or the trace lives).
  */
 #include "base/intern.h"
 
@@ -28,6 +29,11 @@ void intern_free(intern_table *t)
 size_t intern_count(const intern_table *t)
 {
     return t->count;
+}
+
+uint64_t intern_bytes(const intern_table *t)
+{
+    return (uint64_t)t->cap * sizeof *t->slots + t->str_bytes;
 }
 
 /* FNV-1a, 64-bit: names are short, so a simple byte hash is enough; its
@@ -94,6 +100,7 @@ const char *intern_get(intern_table *t, const char *s)
     intern_slot *slot = intern_probe(t->slots, t->cap, hash, s);
     *slot = (intern_slot){.hash = hash, .str = copy};
     t->count++;
+    t->str_bytes += len + 1;
     t->recent[r].src = s;
     return t->recent[r].str = copy;
 }

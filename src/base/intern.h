@@ -29,6 +29,7 @@ typedef struct intern_slot {
 typedef struct intern_table {
     intern_slot *slots; /* capacity: a power of two, or 0 */
     size_t cap, count;
+    size_t str_bytes; /* the strings' bytes, terminators included */
     /* Recent lookups by the caller's pointer (direct mapped): a caller
      * passing the same few pointers again (kernel records submitted task
      * after task) pays one strcmp, not a hash.  The pointer alone proves
@@ -48,5 +49,8 @@ void intern_free(intern_table *t);
 const char *intern_get(intern_table *t, const char *s);
 /* Distinct strings held. */
 size_t intern_count(const intern_table *t);
+/* Host bytes the table holds: its slots and its strings (what a caller
+ * that counts its memory adds for it). */
+uint64_t intern_bytes(const intern_table *t);
 
 #endif

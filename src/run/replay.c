@@ -43,6 +43,7 @@ static void log_free(replay_log *l)
     free(l->reads);
     free(l->written);
     free(l->scratch);
+    free(l->scratch_names);
     memset(l, 0, sizeof *l);
 }
 
@@ -50,7 +51,7 @@ static uint64_t log_bytes(const replay_log *l)
 {
     return (uint64_t)l->cap_targ * sizeof *l->targ_arg + (uint64_t)l->cap_reads * sizeof *l->reads +
            (uint64_t)l->cap_written * sizeof *l->written +
-           (uint64_t)l->cap_scratch * sizeof *l->scratch;
+           (uint64_t)l->cap_scratch * sizeof *l->scratch + l->names_cap;
 }
 
 void replay_init(replay_state *rs)
@@ -83,14 +84,12 @@ void replay_free(replay_state *rs)
     log_free(&rs->cur);
     free(rs->read_stamp);
     free(rs->spans);
-    intern_free(&rs->scratch_names);
     memset(rs, 0, sizeof *rs);
 }
 
-uint64_t replay_bytes(const replay_state *rs)
+/* What the recording's arrays hold, whether or not it is valid. */
+static uint64_t recording_bytes(const replay_state *rs)
 {
-    if (!rs->valid)
-        return 0;
     const graph *g = &rs->graph;
     uint64_t b =
         (uint64_t)g->cap_tasks * sizeof(graph_task) + (uint64_t)g->cap_args * sizeof(graph_arg) +
@@ -98,11 +97,24 @@ uint64_t replay_bytes(const replay_state *rs)
         (uint64_t)g->cap_kernels * sizeof(graph_kernel) +
         (uint64_t)g->cap_kernel_slots * sizeof(uint32_t) +
         (uint64_t)g->cap_scalars * sizeof(uint64_t) + (uint64_t)g->cap_edges * 3 * sizeof(uint32_t);
+    b += intern_bytes(&g->names); /* its kernels' names */
     b += log_bytes(&rs->rec);
     b += (uint64_t)rs->cap_args * sizeof *rs->args + rs->names_cap;
     b += (uint64_t)rs->cap_regions * 2 * sizeof(hg_devaddr);
     b += stage_backplan_bytes(&rs->back);
     return b + (rs->name ? strlen(rs->name) + 1 : 0);
+}
+
+uint64_t replay_bytes(const replay_state *rs)
+{
+    return rs->valid ? recording_bytes(rs) : 0;
+}
+
+uint64_t replay_state_bytes(const replay_state *rs)
+{
+    return recording_bytes(rs) + log_bytes(&rs->cur) +
+           (uint64_t)rs->cap_stamp * sizeof *rs->read_stamp +
+           (uint64_t)rs->cap_spans * sizeof *rs->spans;
 }
 
 /* ------------------------------------------------------------ the log */
@@ -148,6 +160,33 @@ int replay_note_read(replay_state *rs, const stage_plan *p, uint32_t arg, uint64
     return 0;
 }
 
+/* The plan's scratch into the log, each name copied into the log's own
+ * names (grown once, before any is copied, so no pointer into them
+ * moves). */
+static int capture_scratch(replay_log *l, const stage_plan *p, uint32_t nscratch, hg_err *e)
+{
+    size_t need = 0;
+    for (uint32_t k = 0; k < nscratch; k++)
+        need += strlen(p->args[p->nargs + k].name) + 1;
+    if (need > l->names_cap) {
+        char *names = realloc(l->scratch_names, need);
+        if (names == NULL)
+            return err_set(e, HG_ENOMEM, "replay: cannot record %zu bytes of scratch names", need);
+        l->scratch_names = names;
+        l->names_cap = need;
+    }
+    char *at = l->scratch_names;
+    for (uint32_t k = 0; k < nscratch; k++) {
+        const stage_arg *sa = &p->args[p->nargs + k];
+        const size_t len = strlen(sa->name) + 1;
+        memcpy(at, sa->name, len);
+        l->scratch[k] = (replay_scratch){.name = at, .view = sa->tensor};
+        at += len;
+    }
+    l->nscratch = nscratch;
+    return 0;
+}
+
 int replay_capture(replay_state *rs, const stage_plan *p, hg_err *e)
 {
     replay_log *l = &rs->cur;
@@ -164,15 +203,7 @@ int replay_capture(replay_state *rs, const stage_plan *p, hg_err *e)
             l->written[k].view = *v;
     }
     l->nwritten = p->nwritten;
-    for (uint32_t k = 0; k < nscratch; k++) {
-        const stage_arg *sa = &p->args[p->nargs + k];
-        const char *name = intern_get(&rs->scratch_names, sa->name);
-        if (name == NULL)
-            return err_set(e, HG_ENOMEM, "replay: cannot record scratch '%s'", sa->name);
-        l->scratch[k] = (replay_scratch){.name = name, .view = sa->tensor};
-    }
-    l->nscratch = nscratch;
-    return 0;
+    return capture_scratch(l, p, nscratch, e);
 }
 
 /* ------------------------------------------------------- the recording */

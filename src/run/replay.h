@@ -9,7 +9,9 @@
  * it read (arg, byte range, buffer id, generation at the read), the scratch
  * it took, the views its tasks wrote (what copy-back brings back), and the
  * callable and args it ran with, with each arg's device region, and its
- * copy-back plan.  Memory: O(tasks + task args + args).
+ * copy-back plan.  Memory: O(tasks + task args + args + the bytes of the
+ * names it holds), all of it the recording's own (no name outlives it in a
+ * table of the runner's) and counted by replay_bytes.
  *
  * Invariant: a recording exists only for a run that succeeded, and is
  * dropped (or replaced) as soon as a check or a run shows it no longer
@@ -37,10 +39,10 @@ typedef struct replay_read {
     bool hashed;
 } replay_read;
 
-/* A scratch request: what hg_orch_scratch was asked for (name interned). */
+/* A scratch request: what hg_orch_scratch was asked for. */
 typedef struct replay_scratch {
-    const char *name;
-    hg_tensor view; /* dtype, ndims, shape (the address is the run's) */
+    const char *name; /* the log's own copy, in its scratch_names */
+    hg_tensor view;   /* dtype, ndims, shape (the address is the run's) */
 } replay_scratch;
 
 /* A written view as copy-back noted it: arg, byte extent, and the view
@@ -62,6 +64,11 @@ typedef struct replay_log {
     uint32_t nwritten, cap_written;
     replay_scratch *scratch;
     uint32_t nscratch, cap_scratch;
+    /* The scratch names, end to end: the log owns them, so they go with
+     * it (a recording's are freed with the recording), and the capacity is
+     * the longest run's names, reused by the next. */
+    char *scratch_names;
+    size_t names_cap;
 } replay_log;
 
 /* One run arg as the recording saw it (name copied into the names blob). */
@@ -102,15 +109,19 @@ typedef struct replay_state {
     uint32_t cap_stamp;
     replay_span *spans; /* the alias check's work list */
     uint32_t cap_spans;
-    intern_table scratch_names;
 } replay_state;
 
 void replay_init(replay_state *rs);
 void replay_free(replay_state *rs);
 /* Drops the recording and frees its memory (hg_runner_invalidate_replay). */
 void replay_drop(replay_state *rs);
-/* Host bytes the recording holds (hg_runner_replay_bytes). */
+/* Host bytes the recording holds (hg_runner_replay_bytes), its names
+ * (args', scratch's, kernels') included. */
 uint64_t replay_bytes(const replay_state *rs);
+/* Host bytes the replay state holds in all: the recording, plus the log of
+ * the orchestration in flight and the checks' work arrays (each kept at
+ * the largest run's size). */
+uint64_t replay_state_bytes(const replay_state *rs);
 
 /* Orchestration hooks, called only while replay is on.  replay_begin
  * empties the log of the orchestration about to run. */

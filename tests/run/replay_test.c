@@ -5,9 +5,11 @@
  * reads' generations, device regions that move), verify mode's byte check
  * and graph comparison (an orchestration that reads a global), failures
  * (which keep, which drop the recording), bytes and results equal to
- * orchestrated runs, and the recording's memory.  Everything is counted
- * (orchestrations, kernel calls, bytes), never timed.
+ * orchestrated runs, and the recording's memory, the names it holds
+ * included.  Everything is counted (orchestrations, kernel calls, bytes),
+ * never timed.
  */
+#include <malloc.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -79,11 +81,13 @@ static const hg_kernel K_NOP = {"nop", k_nop, HG_CORE_VECTOR, NULL, NULL};
 
 typedef struct orch_ctx {
     int orchestrations;
-    bool read_cfg;    /* scale from the host view of arg 2 ("cfg") */
-    bool read_global; /* bias from g_bias */
-    bool scratch;     /* go through scratch: tmp = in * scale; out = tmp */
-    bool fail;        /* hg_orch_fail */
-    bool two_d;       /* in's chunks as 2-D views (a layout the graph keeps apart) */
+    bool read_cfg;            /* scale from the host view of arg 2 ("cfg") */
+    bool read_global;         /* bias from g_bias */
+    bool scratch;             /* go through scratch: tmp = in * scale; out = tmp */
+    bool fail;                /* hg_orch_fail */
+    bool two_d;               /* in's chunks as 2-D views (a layout the graph keeps apart) */
+    const char *scratch_name; /* the scratch's name (NULL: "tmp") */
+    const hg_kernel *kernel;  /* the first task's of each chunk (NULL: K_SCALE) */
 } orch_ctx;
 
 static int submit(hg_orch *o, const hg_kernel *k, uint32_t a, const hg_tensor *va, uint32_t b,
@@ -117,7 +121,8 @@ static int orch_scale(hg_orch *o, void *user)
     hg_tensor tmp = in->tensor;
     if (c->scratch) {
         size_t shape[1] = {N};
-        if (hg_orch_scratch(o, "tmp", HG_F32, 1, shape, &mid, &tmp) != 0)
+        const char *name = c->scratch_name ? c->scratch_name : "tmp";
+        if (hg_orch_scratch(o, name, HG_F32, 1, shape, &mid, &tmp) != 0)
             return HG_EINVAL;
     }
     const uint64_t sc[2] = {(uint64_t)scale, (uint64_t)bias}, one[2] = {1, 0};
@@ -133,7 +138,7 @@ static int orch_scale(hg_orch *o, void *user)
             vi.strides[0] = ci / 2;
             vi.strides[1] = 1;
         }
-        const hg_kernel *kern = &K_SCALE;
+        const hg_kernel *kern = c->kernel ? c->kernel : &K_SCALE;
         int rc;
         if (c->scratch) {
             hg_tensor_slice(&tmp, 0, k * (N / CHUNKS), N / CHUNKS, &vt);
@@ -822,6 +827,84 @@ TEST(recording_memory_is_linear)
     ASSERT_UGT(recording_bytes(&f, &small), 0);
     hg_runner_set_replay(f.r, false);
     ASSERT_UEQ(hg_runner_replay_bytes(f.r), 0);
+    fx_close(&f);
+}
+
+/* Heap bytes in use (glibc's count; a sanitizer's allocator keeps its own,
+ * so there this reads ~0 and the internal count below is the check). */
+static uint64_t heap_in_use(void)
+{
+    const struct mallinfo2 m = mallinfo2();
+    return (uint64_t)m.uordblks + (uint64_t)m.hblkhd;
+}
+
+/* A run that records anew (the read config moved) with scratch `name`. */
+static int run_named(fx *f, const char *name, int32_t scale)
+{
+    f->ctx.scratch_name = name;
+    hg_hostbuf_write(f->cfg, 0, &scale, sizeof scale);
+    return fx_run(f);
+}
+
+/* The names a recording holds are its own: counted in
+ * hg_runner_replay_bytes, and gone with it, so a scratch named anew every
+ * round (each round recording anew, invalidating, turning replay off and
+ * on) holds no more memory after many rounds than after a few.  Counted
+ * (heap bytes in use, the replay state's own bytes), never RSS. */
+TEST(scratch_names_belong_to_the_recording)
+{
+    fx f;
+    fx_open(&f, "sim:cores=2", HG_STAGED);
+    f.ctx.scratch = true;
+    char name[256];
+    memset(name, 'n', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    ASSERT_OK(run_named(&f, "t", 3));
+    const uint64_t short_bytes = hg_runner_replay_bytes(f.r);
+    ASSERT_OK(run_named(&f, name, 3));
+    const uint64_t long_bytes = hg_runner_replay_bytes(f.r);
+    printf("  recording: %llu bytes with a 1-byte scratch name, %llu with a 255-byte one\n",
+           (unsigned long long)short_bytes, (unsigned long long)long_bytes);
+    ASSERT_UGE(long_bytes, short_bytes + 254); /* the name is the recording's */
+    ASSERT_OK(fx_run(&f));
+    ASSERT_EQ(f.s.replayed, 1); /* with the recorded scratch, by that name */
+    ASSERT(out_is(&f, 3, 0));
+    /* A kernel's name too (the recording's graph holds it). */
+    hg_kernel named = K_SCALE;
+    named.name = name;
+    f.ctx.kernel = &named;
+    ASSERT_OK(run_named(&f, "t", 3));
+    printf("  and %llu with a 255-byte kernel name\n",
+           (unsigned long long)hg_runner_replay_bytes(f.r));
+    ASSERT_UGE(hg_runner_replay_bytes(f.r), short_bytes + 254);
+    ASSERT(out_is(&f, 3, 0));
+    f.ctx.kernel = NULL;
+    const uint32_t rounds = 2000;
+    uint64_t heap0 = 0, held0 = 0;
+    for (uint32_t round = 0; round < rounds; round++) {
+        snprintf(name, sizeof name,
+                 "scratch of round %06u, named anew so no two rounds share it: %0160u", round,
+                 round);
+        ASSERT_OK(run_named(&f, name, (int32_t)(round % 5) + 1));
+        ASSERT_EQ(f.s.replayed, 0);
+        if (round % 7 == 3)
+            hg_runner_invalidate_replay(f.r);
+        if (round % 11 == 5) {
+            hg_runner_set_replay(f.r, false);
+            hg_runner_set_replay(f.r, true);
+        }
+        if (round == 20) { /* every capacity has grown by now */
+            heap0 = heap_in_use();
+            held0 = replay_state_bytes(&f.r->replay);
+        }
+    }
+    ASSERT(out_is(&f, (float)((rounds - 1) % 5 + 1), 0));
+    const uint64_t heap = heap_in_use(), held = replay_state_bytes(&f.r->replay);
+    printf("  after %u rounds: heap in use %lld bytes from round 21, replay state %llu -> %llu\n",
+           rounds, (long long)(heap - heap0), (unsigned long long)held0, (unsigned long long)held);
+    /* ~200 name bytes a round: a name kept per round would be >= 100 KB. */
+    ASSERT(heap <= heap0 + 16384);
+    ASSERT_ULE(held, held0);
     fx_close(&f);
 }
 
