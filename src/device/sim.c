@@ -215,7 +215,15 @@ static uint64_t sim_span(size_t bytes)
  * this project's VMs) and spares the TLB.  A small one would pay for
  * zeroing a whole 2 MiB page it uses little of (a run of 10^3 tiny tasks
  * paid ~0.13 ms for its 128 KiB), so it stays on 4 KiB pages.  A host
- * without THP says no, which changes nothing but speed. */
+ * without THP says no, which changes nothing but speed.
+ * What remains is the host's price for memory it has not supplied yet, paid
+ * once per arena range, on its first allocation: a huge page the kernel
+ * recycles costs ~0.1 ms of CPU a MiB to hand over and clear; one whose
+ * memory the hypervisor has not backed yet (a VM booted minutes ago)
+ * ~2.7 ms a MiB, all in the kernel's clear_page; 4 KiB pages ~0.7 ms a MiB.
+ * So bgemm's first round (grid=16 tile=128 grid_k=2: a 20 MiB retained
+ * buffer in bind, 32 MiB of scratch in orchestrate) pays 3.5 and 3 ms warm,
+ * 58 and 93 ms cold, against 1.5-2 and 0.5-1 ms a later round. */
 #define SIM_HUGE_PAGE (2u << 20)
 #define SIM_HUGE_MIN  (256u << 10) /* where 2 MiB of zeroing costs less than 64 faults */
 
