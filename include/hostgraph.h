@@ -546,19 +546,19 @@ int hg_task_submit(hg_orch *o, const hg_task_desc *desc, hg_task_id *out);
  *     depends on is done, a helper thread of the run copies its args'
  *     extents device -> host (args it reads, and written args with gaps)
  *     into host staging, calls fn on views of that staging, and copies its
- *     written args' extents back host -> device; only then do the tasks
- *     that depend on it start (its event in their wait lists).  Tasks that
- *     do not depend on it never wait for it, so fn may block (on a network,
- *     say) while the device keeps running them.  Up to 4 host steps of a
- *     run run at once, taken in submission order.  The staging copies count
+ *     written args' extents back host -> device; only then are the kernels
+ *     that depend on it enqueued.  Tasks that do not depend on it never wait
+ *     for it, on every queue shape (queues=N too), so fn may block (on a
+ *     network, say, or until a later independent step runs) while the
+ *     device keeps running them.  Up to 4 host steps of a run run at once,
+ *     taken in submission order as far as their dependencies allow.  The staging copies count
  *     in the run's h2d/d2h stats and against injected copy faults; each arg
  *     has its own staging (two args viewing the same bytes do not alias).
  *   - failure: a non-zero return fails the run with HG_EKERNEL naming the
  *     task, as a kernel does, and its written bytes are not copied back to
- *     the device.  On a queue device, a host step that depends (directly or
- *     through other tasks) on a host step that failed is not run; kernels
- *     that depend on it still run (as after a kernel's HG_FAIL), and the run
- *     fails naming the lowest failing task.
+ *     the device.  As on the sim, no task that depends (directly or through
+ *     other tasks) on a host step that failed runs, and the run fails naming
+ *     the lowest failing task.
  * fn may call hg_kernel_count.  Same errors as hg_task_submit; HG_EINVAL
  * too for a kernel without fn.
  */
@@ -792,8 +792,12 @@ int hg_runner_copied_back(const hg_runner *r, uint32_t arg, hg_range *out, size_
  * stays usable.  Made while no run is in flight, it stops the next run
  * before it binds, so a cancel that falls between two runs of a loop is not
  * lost.  Each run clears the request when it ends, whether it acted on it
- * or finished first: one cancel stops at most one run.  Safe from any
- * thread and from a signal handler (one atomic store).  NULL is a no-op. */
+ * or finished first: one cancel stops at most one run.  On a queue device
+ * (OpenCL) no task is enqueued and no host step starts after the cancel;
+ * kernels the device already holds run first (a command cannot be
+ * recalled), and a host step in progress finishes: a run canceled during a
+ * host step stops when that step returns.  Safe from any thread and from a
+ * signal handler (one atomic store).  NULL is a no-op. */
 void hg_runner_cancel(hg_runner *r);
 /* Withdraws a cancel that no run acted on: one made after the run it was
  * meant for had finished, which would otherwise stop the next run.  For a

@@ -64,9 +64,10 @@ typedef struct ocl_dev {
     cl_int *status_host;
     cl_event *events;
     uint32_t status_cap;
-    uint32_t launched; /* tasks of this run with an event (0..launched) */
-    uint32_t dirty;    /* bit per run queue: commands since its last flush */
-    cl_event *waits;   /* one launch's wait list */
+    uint32_t run_tasks; /* this run's tasks: events[0..run_tasks), NULL until launched */
+    uint32_t launched;  /* tasks of this run with an event */
+    uint32_t dirty;     /* bit per run queue: commands since its last flush */
+    cl_event *waits;    /* one launch's wait list */
     uint32_t waits_cap;
     bool profiling;         /* this run's queue set */
     uint64_t profiled_runs; /* runs that used it (device_debug_profiled_runs) */

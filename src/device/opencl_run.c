@@ -15,6 +15,14 @@
  * (an empty first written arg) gets a marker with the same wait list, so a
  * task that waits on it still follows its predecessors.
  *
+ * Host steps.  A host step's event is a user event that its helper
+ * completes.  Tasks are launched in any order their wait lists allow (each
+ * after the tasks it waits for), and the executor launches a task that
+ * depends on a host step only once that step is done (enqueue.c): so no
+ * command here ever waits for an event the host has yet to complete, and
+ * an in-order queue, or a driver whose out-of-order queue runs in order,
+ * never holds a kernel behind a host step it does not depend on.
+ *
  * Runs.  queue_begin takes run_lock (a cl_kernel's args are per kernel
  * object, so two runs must not set them at once) and the table's read lock
  * (a concurrent free waits for the run), and zeroes one status word per
@@ -111,7 +119,7 @@ uint64_t opencl_profiled_runs(void *state)
 
 /* ---------------------------------------------------------------- runs */
 
-/* Room for ntasks status words and events (run_lock held): grown
+/* Room for ntasks status words, events and waits (run_lock held): grown
  * geometrically. */
 static int ocl_status_reserve(ocl_dev *s, uint32_t ntasks, hg_err *e)
 {
@@ -124,7 +132,12 @@ static int ocl_status_reserve(ocl_dev *s, uint32_t ntasks, hg_err *e)
     cl_event *ev = host ? realloc(s->events, (size_t)cap * sizeof *ev) : NULL;
     if (ev != NULL)
         s->events = ev;
-    if (host == NULL || ev == NULL)
+    cl_event *waits = ev && cap > s->waits_cap ? realloc(s->waits, (size_t)cap * sizeof *ev) : NULL;
+    if (waits != NULL) {
+        s->waits = waits;
+        s->waits_cap = cap;
+    }
+    if (host == NULL || ev == NULL || s->waits_cap < cap)
         return err_set(e, HG_ENOMEM, "status words for %u tasks", cap);
     if (s->status != NULL)
         s->api->clReleaseMemObject(s->status);
@@ -167,14 +180,35 @@ int opencl_queue_begin(void *state, uint32_t ntasks, bool profile, hg_err *e)
     s->profiling = profile;
     s->profiled_runs += profile;
     s->launched = 0;
+    s->run_tasks = 0;
     s->begin = NULL;
     int rc = opencl_queues_make(s, profile);
     if (rc != 0)
         return err_set(e, rc, "%s", opencl_errmsg());
     rc = ocl_status_reserve(s, ntasks > 0 ? ntasks : 1, e);
+    if (rc == 0) { /* no task has an event yet: launches come in any order */
+        memset(s->events, 0, (size_t)ntasks * sizeof *s->events);
+        s->run_tasks = ntasks;
+    }
     if (rc == 0 && (rc = ocl_begin_event(s, ntasks > 0 ? ntasks : 1)) != 0)
         err_set(e, rc, "%s", opencl_errmsg());
     return rc; /* queue_end releases the locks, whatever happened */
+}
+
+/* Whether task t of this run has an event (was launched). */
+static bool ocl_has_event(const ocl_dev *s, uint32_t t)
+{
+    return t < s->run_tasks && s->events[t] != NULL;
+}
+
+/* Refuses a launch of a task out of range or launched already. */
+static int ocl_check_new(const ocl_dev *s, uint32_t task, hg_err *e)
+{
+    if (task >= s->run_tasks)
+        return err_set(e, HG_EINVAL, "task %u launched in a run of %u tasks", task, s->run_tasks);
+    if (s->events[task] != NULL)
+        return err_set(e, HG_EINVAL, "task %u launched twice", task);
+    return 0;
 }
 
 /* The view of arg i and the cl_mem of the piece it lies in.  A view must
@@ -299,7 +333,7 @@ static int ocl_wait_list(ocl_dev *s, const device_task *t, cl_uint *n, hg_err *e
     int rc = 0;
     for (uint32_t i = 0; i < t->nwaits && rc == 0; i++) {
         uint32_t w = t->waits[i];
-        if (w >= s->launched)
+        if (!ocl_has_event(s, w))
             return err_set(e, HG_EINVAL, "waits for task %u, which was not launched before it", w);
         s->waits[i] = s->events[w];
         if (w % s->nqueues != mine)
@@ -317,13 +351,13 @@ static int ocl_wait_list(ocl_dev *s, const device_task *t, cl_uint *n, hg_err *e
 int opencl_launch(void *state, const device_task *t, hg_err *e)
 {
     ocl_dev *s = state;
-    if (t->task != s->launched || t->task >= s->status_cap)
-        return err_set(e, HG_EINVAL, "task %u launched out of order (next: %u)", t->task,
-                       s->launched);
+    int rc = ocl_check_new(s, t->task, e);
+    if (rc != 0)
+        return rc;
     cl_kernel k = ((const ocl_kernel *)t->kernel)->kernel;
     cl_uint nwait = 0;
     size_t work = 0;
-    int rc = ocl_work_items(t->args, t->nargs, &work, e);
+    rc = ocl_work_items(t->args, t->nargs, &work, e);
     if (rc == 0)
         rc = ocl_set_args(s, k, t, e);
     if (rc == 0)
@@ -349,11 +383,11 @@ int opencl_launch(void *state, const device_task *t, hg_err *e)
 int opencl_host_launch(void *state, uint32_t task, hg_err *e)
 {
     ocl_dev *s = state;
-    if (task != s->launched || task >= s->status_cap)
-        return err_set(e, HG_EINVAL, "task %u launched out of order (next: %u)", task, s->launched);
     /* The helper waits on the events of the tasks before this one from the
      * host: the queues holding them must have reached the device. */
-    int rc = 0;
+    int rc = ocl_check_new(s, task, e);
+    if (rc != 0)
+        return rc;
     for (uint32_t qi = 0; qi < s->nqueues && rc == 0; qi++)
         rc = ocl_flush_for(s, qi);
     cl_int crc = CL_SUCCESS;
@@ -394,8 +428,10 @@ static uint32_t ocl_failed_task(ocl_dev *s, cl_int *status)
 {
     for (uint32_t i = 0; i < s->runq[s->profiling].n; i++)
         s->api->clFinish(s->runq[s->profiling].q[i]);
-    for (uint32_t t = 0; t < s->launched; t++) {
+    for (uint32_t t = 0; t < s->run_tasks; t++) {
         cl_int st = CL_COMPLETE;
+        if (s->events[t] == NULL)
+            continue;
         s->api->clGetEventInfo(s->events[t], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st,
                                NULL);
         if (st < 0) {
@@ -415,8 +451,10 @@ static void ocl_spans(ocl_dev *s, uint32_t ntasks, uint64_t *spans)
     if (s->api->clGetEventProfilingInfo(s->begin, CL_PROFILING_COMMAND_QUEUED, sizeof queued,
                                         &queued, NULL) != CL_SUCCESS)
         return;
-    for (uint32_t t = 0; t < s->launched && t < ntasks; t++) {
+    for (uint32_t t = 0; t < s->run_tasks && t < ntasks; t++) {
         cl_ulong start = 0, end = 0;
+        if (s->events[t] == NULL)
+            continue;
         if (s->api->clGetEventProfilingInfo(s->events[t], CL_PROFILING_COMMAND_START, sizeof start,
                                             &start, NULL) != CL_SUCCESS ||
             s->api->clGetEventProfilingInfo(s->events[t], CL_PROFILING_COMMAND_END, sizeof end,
@@ -435,8 +473,14 @@ static int ocl_wait_all(ocl_dev *s, uint32_t ntasks, device_queue_result *res, h
         if (frc != 0)
             return err_set(e, frc, "%s", opencl_errmsg());
     }
-    cl_uint nwait = s->launched > 0 ? s->launched : 1;
-    const cl_event *list = s->launched > 0 ? s->events : &s->begin;
+    /* Every launched task's event, into s->waits (no launch follows; it
+     * has room for status_cap, ocl_status_reserve). */
+    cl_uint nwait = 0;
+    for (uint32_t t = 0; t < s->run_tasks; t++)
+        if (s->events[t] != NULL)
+            s->waits[nwait++] = s->events[t];
+    const cl_event *list = nwait > 0 ? s->waits : &s->begin;
+    nwait = nwait > 0 ? nwait : 1;
     int rc = OCL_CALL(s->api, HG_EKERNEL, clEnqueueReadBuffer, ocl_queue_of(s, 0), s->status,
                       CL_TRUE, 0, (size_t)(ntasks > 0 ? ntasks : 1) * sizeof(cl_int),
                       s->status_host, nwait, list, NULL);
@@ -471,12 +515,14 @@ int opencl_queue_end(void *state, uint32_t ntasks, device_queue_result *res, hg_
         for (uint32_t i = 0; i < s->runq[s->profiling].n; i++)
             s->api->clFinish(s->runq[s->profiling].q[i]);
     }
-    for (uint32_t t = 0; t < s->launched; t++)
-        s->api->clReleaseEvent(s->events[t]);
+    for (uint32_t t = 0; t < s->run_tasks; t++)
+        if (s->events[t] != NULL)
+            s->api->clReleaseEvent(s->events[t]);
     if (s->begin != NULL)
         s->api->clReleaseEvent(s->begin);
     s->begin = NULL;
     s->launched = 0;
+    s->run_tasks = 0;
     device_rwlock_unlock(&s->table_lock);
     pthread_mutex_unlock(&s->run_lock);
     return rc;

@@ -44,61 +44,157 @@ static void enqueue_args(const graph *g, const graph_task *task, device_karg *ou
     }
 }
 
-/* Launches host step t (hoststep.c runs it) and hands it to the helpers. */
-static int enqueue_host_step(hg_device *dev, const graph *g, uint32_t t, exec_hosts *hosts,
-                             hg_err *e)
+/* One run's enqueueing, in the graph's exec words (graph_finalize reserves
+ * 3 a task: a run allocates nothing there). */
+typedef struct enqueue_state {
+    hg_device *dev;
+    const graph *g;
+    exec_hosts *hosts;         /* NULL: the graph has no host step */
+    const atomic_bool *cancel; /* hg_runner_cancel's flag, or NULL */
+    uint32_t *remaining;       /* per task: predecessors not yet far enough */
+    uint32_t *pred_first;      /* per task: its first edge in edge_from */
+    uint32_t *ready;           /* tasks that became ready after the walk passed them */
+    uint32_t head, tail;       /* ready[head..tail), oldest first */
+    uint32_t walked;           /* the in-order walk is at this task */
+    uint32_t launched, posted; /* kernels launched, host steps posted */
+    bool canceled;             /* a task was left out for a cancel */
+} enqueue_state;
+
+enum { RELEASE_KERNELS = 1, RELEASE_HOSTS = 2 };
+
+static bool enqueue_is_host(const enqueue_state *s, uint32_t t)
+{
+    return graph_task_kernel(s->g, &s->g->tasks[t])->host_step && s->hosts != NULL;
+}
+
+/* One predecessor of each successor of t of the kinds in `which` is far
+ * enough; one whose last is, and that the walk passed, is ready. */
+static void enqueue_release(enqueue_state *s, uint32_t t, unsigned which)
+{
+    const graph_task *task = &s->g->tasks[t];
+    const uint32_t *succ = graph_task_succ(s->g, task);
+    for (uint32_t i = 0; i < task->nsucc; i++) {
+        const uint32_t v = succ[i];
+        if (!(which & (enqueue_is_host(s, v) ? RELEASE_HOSTS : RELEASE_KERNELS)))
+            continue;
+        if (--s->remaining[v] == 0 && v < s->walked)
+            s->ready[s->tail++] = v; /* each task once: tail <= ntasks */
+    }
+}
+
+/* Launches host step t (hoststep.c runs it) and hands it to the helpers:
+ * a host step it precedes may be posted now (taken after it), a kernel
+ * only once it is done. */
+static int enqueue_host_step(enqueue_state *s, uint32_t t, hg_err *e)
 {
     hg_err le;
     err_clear(&le);
-    int rc = device_host_launch(dev, t, &le);
+    int rc = device_host_launch(s->dev, t, &le);
     if (rc != 0)
         return err_set(e, rc, "task %u (host step '%s'): %s", t,
-                       graph_task_kernel(g, &g->tasks[t])->name, le.msg);
-    exec_hosts_post(hosts, t);
+                       graph_task_kernel(s->g, &s->g->tasks[t])->name, le.msg);
+    exec_hosts_post(s->hosts, t);
+    enqueue_release(s, t, RELEASE_HOSTS);
     return 0;
 }
 
-/* Enqueues every task; the first failure stops it, naming the task. */
-static int enqueue_all(hg_device *dev, const graph *g, exec_hosts *hosts, hg_err *e)
+/* Launches kernel task t, with its predecessors as its wait list. */
+static int enqueue_kernel(enqueue_state *s, uint32_t t, hg_err *e)
 {
+    const graph *g = s->g;
+    const graph_task *task = &g->tasks[t];
+    const graph_kernel *k = graph_task_kernel(g, task);
     device_karg args[HG_MAX_TASK_ARGS];
-    uint32_t edge = 0; /* task t's predecessors: edge_from[edge .. edge + npreds) */
+    if (k->dev_kernel == NULL)
+        return err_set(e, HG_EINVAL, "task %u (kernel '%s') has no kernel for device '%s'", t,
+                       k->name, hg_device_spec(s->dev));
+    if (task->nargs > HG_MAX_TASK_ARGS)
+        return err_set(e, HG_ELIMIT, "task %u (kernel '%s'): %u args, at most %d", t, k->name,
+                       task->nargs, HG_MAX_TASK_ARGS);
+    enqueue_args(g, task, args);
+    const device_task dt = {.kernel = k->dev_kernel,
+                            .task = t,
+                            .args = args,
+                            .nargs = task->nargs,
+                            .scalars = graph_task_scalars(g, task),
+                            .nscalars = task->nscalars,
+                            .waits = task->npreds ? g->edge_from + s->pred_first[t] : NULL,
+                            .nwaits = task->npreds};
+    hg_err le;
+    err_clear(&le);
+    int rc = device_launch(s->dev, &dt, &le);
+    if (rc != 0)
+        return err_set(e, rc, "task %u (kernel '%s'): %s", t, k->name, le.msg);
+    s->launched++;
+    enqueue_release(s, t, RELEASE_KERNELS | RELEASE_HOSTS);
+    return 0;
+}
+
+/* Task t, ready: launched or posted, unless a cancel came first. */
+static int enqueue_task(enqueue_state *s, uint32_t t, hg_err *e)
+{
+    if (s->cancel != NULL && atomic_load_explicit(s->cancel, memory_order_relaxed)) {
+        s->canceled = true;
+        return 0;
+    }
+    if (!enqueue_is_host(s, t))
+        return enqueue_kernel(s, t, e);
+    s->posted++;
+    return enqueue_host_step(s, t, e);
+}
+
+/* Each task's first edge and predecessor count; HG_EINVAL on a graph
+ * whose edges do not add up. */
+static int enqueue_init(enqueue_state *s, hg_err *e)
+{
+    const graph *g = s->g;
+    if (g->exec_words == NULL || g->cap_exec_words / 3 < g->ntasks)
+        return err_set(e, HG_EINVAL, "graph of %u tasks is not finalized", g->ntasks);
+    s->remaining = g->exec_words;
+    s->pred_first = g->exec_words + g->ntasks;
+    s->ready = g->exec_words + 2 * (size_t)g->ntasks;
+    uint32_t edge = 0;
     for (uint32_t t = 0; t < g->ntasks; t++) {
         const graph_task *task = &g->tasks[t];
-        const graph_kernel *k = graph_task_kernel(g, task);
         if (task->npreds > g->nedges - edge)
             return err_set(e, HG_EINVAL, "task %u: %u predecessors, %u edges left", t, task->npreds,
                            g->nedges - edge);
-        if (k->host_step && hosts != NULL) {
-            int rc = enqueue_host_step(dev, g, t, hosts, e);
-            if (rc != 0)
-                return rc;
-            edge += task->npreds;
-            continue;
-        }
-        if (k->dev_kernel == NULL)
-            return err_set(e, HG_EINVAL, "task %u (kernel '%s') has no kernel for device '%s'", t,
-                           k->name, hg_device_spec(dev));
-        if (task->nargs > HG_MAX_TASK_ARGS)
-            return err_set(e, HG_ELIMIT, "task %u (kernel '%s'): %u args, at most %d", t, k->name,
-                           task->nargs, HG_MAX_TASK_ARGS);
-        enqueue_args(g, task, args);
-        const device_task dt = {.kernel = k->dev_kernel,
-                                .task = t,
-                                .args = args,
-                                .nargs = task->nargs,
-                                .scalars = graph_task_scalars(g, task),
-                                .nscalars = task->nscalars,
-                                .waits = task->npreds ? g->edge_from + edge : NULL,
-                                .nwaits = task->npreds};
+        s->pred_first[t] = edge;
+        s->remaining[t] = task->npreds;
         edge += task->npreds;
-        hg_err le;
-        err_clear(&le);
-        int rc = device_launch(dev, &dt, &le);
-        if (rc != 0)
-            return err_set(e, rc, "task %u (kernel '%s'): %s", t, k->name, le.msg);
     }
     return 0;
+}
+
+/* Enqueues every task once what it depends on is far enough: a kernel's
+ * kernels launched and its host steps done, a host step's kernels launched
+ * and its host steps posted.  So no command ever waits on an event the host
+ * has yet to complete, and an in-order queue (queues=N, or a driver whose
+ * out-of-order queue runs in order) never holds a kernel behind a blocked
+ * host step.  First a walk in submission order (without host steps, every
+ * task is ready when the walk reaches it: its predecessors come before
+ * it), then, while host steps are out, the tasks their completion readies,
+ * in the order they became ready.  The first failure stops it. */
+static int enqueue_all(enqueue_state *s, hg_err *e)
+{
+    int rc = enqueue_init(s, e);
+    for (uint32_t t = 0; rc == 0 && !s->canceled && t < s->g->ntasks; t++) {
+        s->walked = t;
+        if (s->remaining[t] == 0)
+            rc = enqueue_task(s, t, e);
+    }
+    s->walked = s->g->ntasks;
+    while (rc == 0 && !s->canceled) {
+        uint32_t step;
+        bool ok;
+        if (s->head < s->tail)
+            rc = enqueue_task(s, s->ready[s->head++], e);
+        else if (s->hosts != NULL && exec_hosts_next_done(s->hosts, &step, &ok))
+            enqueue_release(s, step, ok ? RELEASE_KERNELS : 0); /* a failed step's wait */
+        else
+            break;
+    }
+    return rc;
 }
 
 typedef struct enqueue_span {
@@ -158,24 +254,44 @@ static int enqueue_host_result(exec_hosts *hosts, uint64_t *spans, const device_
     return err_set(e, step.code, "%s", step.msg);
 }
 
+/* The run's result once the device and the host steps found nothing wrong:
+ * HG_ECANCELED if a cancel left a task out (tasks already on the device ran:
+ * a command cannot be recalled); HG_EINVAL if a task never became ready
+ * (a malformed graph; a finalized DAG never gets there). */
+static int enqueue_reached(const enqueue_state *s, exec_hosts *hosts, hg_err *e)
+{
+    uint32_t canceled = 0;
+    const uint32_t ran = hosts != NULL ? exec_hosts_ran(hosts, &canceled) : 0;
+    if (s->canceled || canceled > 0)
+        return err_set(e, HG_ECANCELED, "run canceled after %u of %u tasks", s->launched + ran,
+                       s->g->ntasks);
+    if (s->launched + s->posted != s->g->ntasks)
+        return err_set(e, HG_EINVAL, "%u of %u tasks never became ready",
+                       s->g->ntasks - s->launched - s->posted, s->g->ntasks);
+    return 0;
+}
+
 int exec_run_queue(hg_device *dev, const graph *g, hg_trace *trace, uint32_t run,
-                   exec_counts *counts, hg_device_counters *tally, hg_err *e)
+                   const atomic_bool *cancel, exec_counts *counts, hg_device_counters *tally,
+                   hg_err *e)
 {
     uint64_t *spans = trace ? calloc((size_t)g->ntasks * 2, sizeof *spans) : NULL;
-    exec_hosts *hosts = NULL;
+    enqueue_state s = {.dev = dev, .g = g, .cancel = cancel};
     int rc = device_queue_begin(dev, g->ntasks, spans != NULL, e);
     if (rc == 0)
-        rc = exec_hosts_start(dev, g, counts, tally, &hosts, e);
+        rc = exec_hosts_start(dev, g, cancel, counts, tally, &s.hosts, e);
     if (rc == 0)
-        rc = enqueue_all(dev, g, hosts, e);
-    if (hosts != NULL) /* every launched host step done: its event complete */
-        exec_hosts_finish(hosts);
+        rc = enqueue_all(&s, e);
+    if (s.hosts != NULL) /* every posted host step done: its event complete */
+        exec_hosts_finish(s.hosts);
     device_queue_result res = {.spans = spans};
     hg_err end;
     err_clear(&end);
     int erc = device_queue_end(dev, g->ntasks, &res, &end);
-    int hrc = hosts != NULL && rc == 0 ? enqueue_host_result(hosts, spans, &res, erc, e) : 0;
-    exec_hosts_free(hosts);
+    int hrc = s.hosts != NULL && rc == 0 ? enqueue_host_result(s.hosts, spans, &res, erc, e) : 0;
+    if (rc == 0 && erc == 0 && hrc == 0 && res.bad_task == UINT32_MAX)
+        rc = enqueue_reached(&s, s.hosts, e);
+    exec_hosts_free(s.hosts);
     if (rc == 0 && erc == 0 && hrc == 0 && spans != NULL)
         enqueue_trace(g, spans, trace, run);
     free(spans);

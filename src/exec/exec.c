@@ -386,7 +386,7 @@ int exec_run_counted(hg_device *dev, const graph *g, hg_trace *trace, uint32_t r
     if (g->ntasks == 0)
         return 0;
     if (device_runs_queue(dev))
-        return exec_run_queue(dev, g, trace, run, counts, tally, e);
+        return exec_run_queue(dev, g, trace, run, cancel, counts, tally, e);
     int rc = exec_check(dev, g, e);
     if (rc != 0)
         return rc;

@@ -44,30 +44,44 @@ int exec_run_counted(hg_device *dev, const graph *g, hg_trace *trace, uint32_t r
  * for the call's duration, on the calling thread. */
 int exec_call(hg_kernel_fn fn, const hg_kernel_ctx *kc, exec_counts *counts);
 
-/* exec_run on a queue device (device_runs_queue: OpenCL): every task is
- * enqueued in submission order (a topological order: edges go from earlier
- * to later tasks only) with its graph predecessors as its wait list, and
- * the run waits once.  The lowest task whose kernel set its status word
- * (or whose command failed) fails the run with HG_EKERNEL naming it.  With
- * a trace, one span per task from the device's own times.  enqueue.c. */
+/* exec_run on a queue device (device_runs_queue: OpenCL): each task is
+ * enqueued with its graph predecessors as its wait list once they are far
+ * enough (enqueue.c: a kernel's host steps done, so nothing on the device
+ * waits for the host), and the run waits once.  The lowest task whose
+ * kernel set its status word (or whose command failed) fails the run with
+ * HG_EKERNEL naming it.  Once *cancel (may be NULL) is true, no task is
+ * enqueued and no host step starts; what the device already holds runs,
+ * then it returns HG_ECANCELED.  With a trace, one span per task from the
+ * device's own times. */
 int exec_run_queue(hg_device *dev, const graph *g, hg_trace *trace, uint32_t run,
-                   exec_counts *counts, hg_device_counters *tally, hg_err *e);
+                   const atomic_bool *cancel, exec_counts *counts, hg_device_counters *tally,
+                   hg_err *e);
 
 /* Host steps on a queue device (hoststep.c): helper threads of one
  * exec_run_queue that stage each host step (wait for the tasks it depends
  * on, D2H of its args into host staging, its fn, H2D of what it wrote) and
  * then complete its event.  enqueue.c starts them (NULL when the graph has
- * no host step), posts each host step right after launching it, and
- * finishes them (every posted step done) before the run's one wait. */
+ * no host step), posts each host step once the kernels it depends on are
+ * launched and the host steps it depends on posted, learns of each step's
+ * end (exec_hosts_next_done), and finishes them (every posted step done)
+ * before the run's one wait.  Once *cancel (may be NULL) is true, a step
+ * not yet started does not run. */
 typedef struct exec_hosts exec_hosts;
-int exec_hosts_start(hg_device *dev, const graph *g, exec_counts *counts, hg_device_counters *tally,
-                     exec_hosts **out, hg_err *e);
+int exec_hosts_start(hg_device *dev, const graph *g, const atomic_bool *cancel, exec_counts *counts,
+                     hg_device_counters *tally, exec_hosts **out, hg_err *e);
 void exec_hosts_post(exec_hosts *h, uint32_t task);
+/* Blocks until a posted step ends that this call has not reported yet: its
+ * task into *task, and *ok true if it ran and succeeded.  False when every
+ * posted step was reported.  The posting thread only. */
+bool exec_hosts_next_done(exec_hosts *h, uint32_t *task, bool *ok);
 void exec_hosts_finish(exec_hosts *h);
 /* The lowest failing host step (UINT32_MAX if none) and its error in *e;
  * each step's host-clock span into spans[2t], [2t+1] when spans is not
  * NULL.  After exec_hosts_finish. */
 uint32_t exec_hosts_result(const exec_hosts *h, uint64_t *spans, hg_err *e);
+/* The steps whose fn ran, and into *canceled those a cancel kept from
+ * running.  After exec_hosts_finish. */
+uint32_t exec_hosts_ran(const exec_hosts *h, uint32_t *canceled);
 void exec_hosts_free(exec_hosts *h);
 
 #endif

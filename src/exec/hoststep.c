@@ -7,9 +7,11 @@
  * (device_host_launch); a helper takes it, waits for the tasks it depends
  * on (device_host_wait), copies its args' extents down into its staging,
  * runs its fn there, copies its written args back up, and completes the
- * event (device_host_done).  Tasks that depend on it have that event in
- * their wait lists; no other task waits for it, so fn may block (MPI)
- * while the device runs the rest of the graph.
+ * event (device_host_done).  The kernels that depend on it are enqueued
+ * only after that (enqueue.c), so no command on the device ever waits for
+ * the host: fn may block (MPI) while the device runs the rest of the graph,
+ * even on in-order queues, where a command waiting for the host would hold
+ * back every unrelated command behind it.
  *
  * Why the copies are made by the helper, synchronously, and not enqueued
  * behind the step's wait list: a copy enqueued to run after the host
@@ -21,18 +23,23 @@
  * once the step's inputs are done.
  *
  * Invariants:
- *   - steps are taken in submission order by up to EXEC_HOST_THREADS
- *     helpers; every step a step depends on was taken before it, so the
- *     oldest step in progress always has its inputs coming, never waiting
- *     on a later one;
+ *   - steps are taken in the order they are posted, by up to
+ *     EXEC_HOST_THREADS helpers; a step is posted once the kernels it
+ *     depends on are launched and the host steps it depends on are posted
+ *     (enqueue.c), so every step a step depends on was taken before it and
+ *     the oldest step in progress always has its inputs coming;
  *   - every posted step's event is completed exactly once, whatever
  *     failed: a step that did not run completes it too (its waiters would
- *     wait for ever otherwise);
+ *     wait for ever otherwise), and only then is its end told to the
+ *     posting thread (exec_hosts_next_done), which enqueues the kernels
+ *     that depend on it only after a step that ran and succeeded;
  *   - a step that fails marks everything that depends on it (its
  *     descendants, through the graph's successor lists) failed before it
- *     completes its event: a host step so marked does not run, as on the
- *     sim, where a failed task's dependents never run.  Kernels still run
- *     (a queue device cannot skip them), and the run fails anyway.
+ *     completes its event: a host step so marked does not run, and no
+ *     kernel that depends on it is enqueued, as on the sim, where a failed
+ *     task's dependents never run;
+ *   - once the run's cancel flag is set, a step whose wait ends does not
+ *     run (nor do the kernels after it): it ends as canceled.
  * Memory: O(tasks) per run with host steps (marks, a walk's stack) plus
  * the staging (the sum of the host steps' arg extents); none otherwise.
  */
@@ -51,22 +58,31 @@
 
 enum { HOST_UNKNOWN = 0, HOST_FAILED = 1 };
 
+/* How a posted step ended (exec_hosts_next_done). */
+enum { STEP_RAN = 1, STEP_FAILED = 2, STEP_CANCELED = 3 };
+
 struct exec_hosts {
     hg_device *dev;
     const graph *g;
     exec_counts *counts;
     hg_device_counters *tally;
+    const atomic_bool *cancel; /* hg_runner_cancel's flag, or NULL */
     uint32_t nsteps;
     uint32_t *pred_first; /* per task: its first edge in edge_from */
+    uint32_t *step_of;    /* per host step's task: its rank among the host steps */
     atomic_uchar *mark;   /* per task: HOST_FAILED once something it needs failed */
     uint32_t *walk;       /* the marking walk's stack (ntasks), under lock */
-    uint32_t *order;      /* the steps posted, in submission order */
-    size_t *stage_at;     /* per step (k-th host step): its staging's offset */
-    uint64_t *span;       /* per step: host-clock start and end */
+    uint32_t *order;      /* the steps posted, in posting order (j-th posted) */
+    size_t *stage_at;     /* per step (k-th host step in task order): its staging */
+    uint64_t *span;       /* per posted step j: host-clock start and end */
+    uint8_t *outcome;     /* per posted step j: STEP_*, once it ended */
+    uint32_t *ended;      /* posted steps j in the order they ended */
     char *staging;
     pthread_mutex_t lock;
     pthread_cond_t more;
-    uint32_t posted, taken; /* under lock */
+    pthread_cond_t end;                       /* a step ended */
+    uint32_t posted, taken, nended, reported; /* under lock */
+    uint32_t ran, canceled;                   /* under lock */
     bool closed;
     uint32_t bad_task; /* the lowest failing step, under lock */
     hg_err bad;
@@ -100,6 +116,7 @@ static int hosts_layout(exec_hosts *h, hg_err *e)
         edge += task->npreds;
         if (!graph_task_kernel(g, task)->host_step)
             continue;
+        h->step_of[t] = k;
         h->stage_at[k++] = at;
         const graph_arg *args = graph_task_args(g, task);
         for (uint32_t i = 0; i < task->nargs; i++)
@@ -195,31 +212,45 @@ static void host_failed(exec_hosts *h, uint32_t t, const hg_err *why)
     }
 }
 
-/* The k-th host step, from wait to completion. */
-static void host_step(exec_hosts *h, uint32_t k, uint32_t helper)
+static bool host_canceled(const exec_hosts *h)
 {
-    const uint32_t t = h->order[k];
+    return h->cancel != NULL && atomic_load_explicit(h->cancel, memory_order_relaxed);
+}
+
+/* The j-th posted host step, from wait to completion; then its end is
+ * told to the posting thread, after its event is complete. */
+static void host_step(exec_hosts *h, uint32_t j, uint32_t helper)
+{
+    const uint32_t t = h->order[j], k = h->step_of[t];
     const graph_task *task = &h->g->tasks[t];
     hg_err err;
     err_clear(&err);
     int rc = device_host_wait(h->dev, h->g->edge_from + h->pred_first[t], task->npreds, &err);
     uint64_t start = clock_now_ns();
-    if (rc == 0 && atomic_load(&h->mark[t]) == HOST_FAILED)
+    const bool canceled = rc == 0 && host_canceled(h); /* not started: it does not run */
+    if (rc == 0 && !canceled && atomic_load(&h->mark[t]) == HOST_FAILED)
         rc = err_set(&err, HG_EKERNEL, "did not run: a host step it depends on failed");
-    if (rc == 0)
+    if (rc == 0 && !canceled)
         rc = host_copy(h, k, task, false, &err);
-    if (rc == 0)
+    if (rc == 0 && !canceled)
         rc = host_call(h, k, t, helper, &err);
-    if (rc == 0)
+    if (rc == 0 && !canceled)
         rc = host_copy(h, k, task, true, &err);
-    h->span[2 * k] = start;
-    h->span[2 * k + 1] = clock_now_ns();
-    if (rc != 0) {
+    h->span[2 * j] = start;
+    h->span[2 * j + 1] = clock_now_ns();
+    if (rc != 0) { /* marked before its event completes: its waiters see it */
         pthread_mutex_lock(&h->lock);
         host_failed(h, t, &err);
         pthread_mutex_unlock(&h->lock);
     }
     device_host_done(h->dev, t);
+    pthread_mutex_lock(&h->lock);
+    h->outcome[j] = rc != 0 ? STEP_FAILED : canceled ? STEP_CANCELED : STEP_RAN;
+    h->ran += h->outcome[j] == STEP_RAN;
+    h->canceled += canceled;
+    h->ended[h->nended++] = j;
+    pthread_cond_signal(&h->end);
+    pthread_mutex_unlock(&h->lock);
 }
 
 typedef struct host_helper {
@@ -253,19 +284,23 @@ static exec_hosts *hosts_alloc(const graph *g, uint32_t nsteps)
     if (h == NULL)
         return NULL;
     h->pred_first = malloc((size_t)g->ntasks * sizeof *h->pred_first);
+    h->step_of = malloc((size_t)g->ntasks * sizeof *h->step_of);
     h->mark = calloc(g->ntasks, sizeof *h->mark);
     h->walk = malloc((size_t)g->ntasks * sizeof *h->walk);
     h->order = malloc((size_t)nsteps * sizeof *h->order);
     h->stage_at = malloc((size_t)nsteps * sizeof *h->stage_at);
     h->span = calloc((size_t)nsteps * 2, sizeof *h->span);
-    if (h->pred_first && h->mark && h->walk && h->order && h->stage_at && h->span)
+    h->outcome = calloc(nsteps, sizeof *h->outcome);
+    h->ended = malloc((size_t)nsteps * sizeof *h->ended);
+    if (h->pred_first && h->step_of && h->mark && h->walk && h->order && h->stage_at && h->span &&
+        h->outcome && h->ended)
         return h;
     exec_hosts_free(h);
     return NULL;
 }
 
-int exec_hosts_start(hg_device *dev, const graph *g, exec_counts *counts, hg_device_counters *tally,
-                     exec_hosts **out, hg_err *e)
+int exec_hosts_start(hg_device *dev, const graph *g, const atomic_bool *cancel, exec_counts *counts,
+                     hg_device_counters *tally, exec_hosts **out, hg_err *e)
 {
     *out = NULL;
     uint32_t nsteps = 0;
@@ -280,10 +315,12 @@ int exec_hosts_start(hg_device *dev, const graph *g, exec_counts *counts, hg_dev
     h->g = g;
     h->counts = counts;
     h->tally = tally;
+    h->cancel = cancel;
     h->nsteps = nsteps;
     h->bad_task = UINT32_MAX;
     pthread_mutex_init(&h->lock, NULL);
     pthread_cond_init(&h->more, NULL);
+    pthread_cond_init(&h->end, NULL);
     int rc = hosts_layout(h, e);
     host_helper *helpers = (host_helper *)(h + 1);
     const uint32_t want = nsteps < EXEC_HOST_THREADS ? nsteps : EXEC_HOST_THREADS;
@@ -311,6 +348,21 @@ void exec_hosts_post(exec_hosts *h, uint32_t task)
     pthread_mutex_unlock(&h->lock);
 }
 
+bool exec_hosts_next_done(exec_hosts *h, uint32_t *task, bool *ok)
+{
+    pthread_mutex_lock(&h->lock);
+    while (h->reported == h->nended && h->reported < h->posted)
+        pthread_cond_wait(&h->end, &h->lock);
+    const bool any = h->reported < h->nended;
+    if (any) {
+        const uint32_t j = h->ended[h->reported++];
+        *task = h->order[j];
+        *ok = h->outcome[j] == STEP_RAN;
+    }
+    pthread_mutex_unlock(&h->lock);
+    return any;
+}
+
 void exec_hosts_finish(exec_hosts *h)
 {
     pthread_mutex_lock(&h->lock);
@@ -333,20 +385,30 @@ uint32_t exec_hosts_result(const exec_hosts *h, uint64_t *spans, hg_err *e)
     return h->bad_task;
 }
 
+uint32_t exec_hosts_ran(const exec_hosts *h, uint32_t *canceled)
+{
+    *canceled = h->canceled;
+    return h->ran;
+}
+
 void exec_hosts_free(exec_hosts *h)
 {
     if (h == NULL)
         return;
     if (h->dev != NULL) { /* initialised */
+        pthread_cond_destroy(&h->end);
         pthread_cond_destroy(&h->more);
         pthread_mutex_destroy(&h->lock);
     }
     free(h->pred_first);
+    free(h->step_of);
     free(h->mark);
     free(h->walk);
     free(h->order);
     free(h->stage_at);
     free(h->span);
+    free(h->outcome);
+    free(h->ended);
     free(h->staging);
     free(h);
 }

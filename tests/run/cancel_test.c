@@ -7,11 +7,15 @@
  * stops one run.  Counts kernel calls, never times.  The cancels made
  * from inside a kernel are sim_only (only a sim kernel runs host code); the
  * others run once per backend (test_device.h), where the result shows how
- * many tasks ran (each adds 1).
+ * many tasks ran (each adds 1).  A cancel made while a host step runs lets
+ * that step finish and stops every task after it, on every backend (on
+ * OpenCL, tasks behind a host step are not yet on the device).
  */
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 #include "hostgraph.h"
 #include "test_device.h"
@@ -156,6 +160,100 @@ TEST_EACH_BACKEND(a_cancel_withdrawn_stops_nothing)
     ASSERT_EQ(acc0(&f), (float)CHAIN);
     hg_runner_cancel_clear(NULL); /* a no-op */
     fixture_close(&f);
+}
+
+/* ------------------------------------------- a cancel during a host step */
+
+enum { STEPS = 6 }; /* host steps, a kernel between each two */
+
+typedef struct stepping {
+    hg_runner *r;
+    atomic_int started, canceled; /* H0 began; the other thread canceled */
+    atomic_uint steps;            /* host step calls */
+} stepping;
+
+/* Host step: acc += 1; the first call waits (at most 10 s) until the other
+ * thread has canceled the run. */
+static int h_step(const hg_kernel_ctx *ctx)
+{
+    stepping *st = (stepping *)(uintptr_t)ctx->scalars[0];
+    if (atomic_fetch_add(&st->steps, 1) == 0) {
+        atomic_store(&st->started, 1);
+        for (int i = 0; i < 10000 && !atomic_load(&st->canceled); i++)
+            nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    float *acc = ctx->args[0].data;
+    for (size_t i = 0; i < ctx->args[0].shape[0]; i++)
+        acc[i] += 1.0f;
+    return 0;
+}
+
+static const hg_kernel H_STEP = {"host_step", h_step, HG_CORE_VECTOR, NULL, NULL};
+
+/* H K H K ... H over one INOUT arg: a chain of 2 * STEPS - 1 tasks. */
+static int orch_steps(hg_orch *o, void *user)
+{
+    const hg_arg *acc;
+    hg_orch_arg(o, 0, &acc);
+    const uint64_t me[1] = {(uint64_t)(uintptr_t)user};
+    int rc = 0;
+    for (int i = 0; i < 2 * STEPS - 1 && rc == 0; i++) {
+        hg_task_arg ta[1] = {{0, HG_INOUT, acc->tensor}};
+        hg_task_desc d = {i % 2 ? &K_STEP : &H_STEP, ta, 1, me, i % 2 ? 0 : 1, NULL, 0};
+        rc = i % 2 ? hg_task_submit(o, &d, NULL) : hg_task_submit_host_step(o, &d, NULL);
+    }
+    return rc;
+}
+
+static void *cancel_when_started(void *arg)
+{
+    stepping *st = arg;
+    while (!atomic_load(&st->started))
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    hg_runner_cancel(st->r);
+    atomic_store(&st->canceled, 1);
+    return NULL;
+}
+
+/* The issue's repro (a chain of host steps canceled from another thread
+ * while the first runs), counted: the first step finishes, and no later
+ * host step or kernel runs, on every backend.  The arg is device memory of
+ * the user's, so what ran shows there although nothing is copied back. */
+TEST_EACH_BACKEND(cancel_during_a_host_step_runs_no_later_step_or_kernel)
+{
+    hg_device *dev = test_device_on(backend, "cores=2");
+    ASSERT(dev != NULL);
+    hg_runner *r;
+    ASSERT_OK(hg_runner_open(dev, &r));
+    hg_devaddr mem;
+    ASSERT_OK(hg_devbuf_malloc(dev, N * sizeof(float), &mem));
+    float acc[N] = {0};
+    ASSERT_OK(hg_devbuf_copy_to(dev, mem, acc, sizeof acc));
+    size_t shape[1] = {N};
+    hg_arg arg = {"acc", HG_INOUT, {0}, 0, HG_STAGED};
+    ASSERT_OK(hg_tensor_device(&arg.tensor, mem, HG_F32, 1, shape));
+    stepping st = {.r = r};
+    hg_callable c = {"steps", orch_steps, &st};
+    pthread_t canceler;
+    ASSERT_OK(pthread_create(&canceler, NULL, cancel_when_started, &st));
+    ASSERT_EQ(hg_runner_run(r, &c, &arg, 1, NULL), HG_ECANCELED);
+    pthread_join(canceler, NULL);
+    ASSERT_UEQ(atomic_load(&st.steps), 1);
+    ASSERT_STR_CONTAINS(hg_runner_errmsg(r), "canceled after 1 of 11 tasks");
+    ASSERT_OK(hg_devbuf_copy_from(dev, acc, mem, sizeof acc));
+    ASSERT_EQ(acc[0], 1.0f); /* H0 only: no kernel after it */
+    ASSERT_EQ(acc[N - 1], 1.0f);
+    /* The next run runs everything. */
+    atomic_store(&st.started, 1);
+    atomic_store(&st.canceled, 1);
+    if (hg_runner_run(r, &c, &arg, 1, NULL) != 0)
+        TEST_FAIL_("the run after: %s", hg_runner_errmsg(r));
+    ASSERT_UEQ(atomic_load(&st.steps), 1 + STEPS);
+    ASSERT_OK(hg_devbuf_copy_from(dev, acc, mem, sizeof acc));
+    ASSERT_EQ(acc[0], (float)(1 + 2 * STEPS - 1));
+    hg_runner_close(r);
+    hg_devbuf_free(dev, mem);
+    hg_device_close(dev);
 }
 
 static void on_usr1(int sig)

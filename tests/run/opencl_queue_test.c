@@ -6,12 +6,16 @@
  * result depends on their order, interleaved with independent chains, give
  * the host model's bytes round after round; the lowest failing task is
  * named; a traced run records one span per task, with its kernel's name,
- * from the device's own times, and each chain's spans in order.  Skipped
- * with "skipped: no OpenCL platform" where there is none.
+ * from the device's own times, and each chain's spans in order; a host
+ * step that blocks until a later, independent one runs holds up nothing on
+ * any queue shape.  Skipped with "skipped: no OpenCL platform" where there
+ * is none.
  */
 #define _GNU_SOURCE /* open_memstream */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/trace.h"
 #include "device/device.h"
@@ -230,6 +234,122 @@ TEST(opencl_traced_run_records_one_span_per_task)
     ASSERT_UEQ(device_debug_profiled_runs(f.dev), 1);
     fixture_close(&f);
     hg_trace_destroy(trace);
+}
+
+/* ---------------------------------------------- a blocking host step */
+
+/* The scenario of a host step that blocks: H0 waits for a flag, K1 depends
+ * on H0, K2 and K3 are independent of both (K3 lands on K1's queue with
+ * queues=1 and queues=2: task t % 2), and H4 depends on K3 and sets the
+ * flag.  Only a run where K3 does not wait behind K1 finishes.  H0's wait
+ * is bounded (the watchdog): a regression fails after BLOCK_LIMIT_S instead
+ * of hanging the test. */
+#define BLOCK_LIMIT_S 20
+
+typedef struct blocking {
+    atomic_int flag;     /* set by H4 */
+    atomic_int watchdog; /* set by H0 when it gave up waiting */
+} blocking;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* H0: waits for the flag (at most BLOCK_LIMIT_S), then x += 1. */
+static int h_wait_flag(const hg_kernel_ctx *ctx)
+{
+    blocking *b = (blocking *)(uintptr_t)ctx->scalars[0];
+    const double give_up = now_s() + BLOCK_LIMIT_S;
+    while (!atomic_load(&b->flag)) {
+        if (now_s() > give_up) {
+            atomic_store(&b->watchdog, 1);
+            break;
+        }
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    uint32_t *x = ctx->args[0].data;
+    for (size_t i = 0; i < ctx->args[0].shape[0]; i++)
+        x[i] += 1u;
+    return 0;
+}
+
+/* H4: reads y (its input: it follows K3), sets the flag. */
+static int h_set_flag(const hg_kernel_ctx *ctx)
+{
+    atomic_store(&((blocking *)(uintptr_t)ctx->scalars[0])->flag, 1);
+    return 0;
+}
+
+/* The sim's chain_step: x = x * 3 + k. */
+static int k_step_host(const hg_kernel_ctx *ctx)
+{
+    uint32_t *x = ctx->args[0].data;
+    for (size_t i = 0; i < ctx->args[0].shape[0]; i++)
+        x[i] = x[i] * 3u + (uint32_t)ctx->scalars[0];
+    return 0;
+}
+
+static const hg_kernel K_STEP = {"step", k_step_host, HG_CORE_VECTOR, step_cl, "chain_step"};
+static const hg_kernel H_WAIT = {"wait_flag", h_wait_flag, HG_CORE_VECTOR, NULL, NULL};
+static const hg_kernel H_SET = {"set_flag", h_set_flag, HG_CORE_VECTOR, NULL, NULL};
+
+/* x's first half is H0 -> K1's; its second half K2 -> K3 -> H4's. */
+static int blocking_orch(hg_orch *o, void *user)
+{
+    const hg_arg *x;
+    int rc = hg_orch_arg(o, 0, &x);
+    hg_tensor lo = x->tensor, hi = x->tensor;
+    lo.shape[0] = hi.shape[0] = N / 2;
+    hi.offset = N / 2;
+    const uint64_t me[1] = {(uint64_t)(uintptr_t)user};
+    const uint64_t k1[2] = {1, UINT64_MAX}, k2[2] = {2, UINT64_MAX}, k3[2] = {3, UINT64_MAX};
+    hg_task_arg on_lo = {0, HG_INOUT, lo}, on_hi = {0, HG_INOUT, hi}, read_hi = {0, HG_IN, hi};
+    const hg_task_desc d[5] = {
+        {&H_WAIT, &on_lo, 1, me, 1, NULL, 0},  {&K_STEP, &on_lo, 1, k1, 2, NULL, 0},
+        {&K_STEP, &on_hi, 1, k2, 2, NULL, 0},  {&K_STEP, &on_hi, 1, k3, 2, NULL, 0},
+        {&H_SET, &read_hi, 1, me, 1, NULL, 0},
+    };
+    for (int t = 0; t < 5 && rc == 0; t++)
+        rc = d[t].kernel->fn != k_step_host ? hg_task_submit_host_step(o, &d[t], NULL)
+                                            : hg_task_submit(o, &d[t], NULL);
+    return rc;
+}
+
+/* On the sim, on PoCL's out-of-order queue and on 1 and 2 in-order queues:
+ * the run finishes without the watchdog, with the model's bytes. */
+TEST(a_host_step_that_blocks_holds_up_no_task_that_does_not_depend_on_it)
+{
+    static const char *const specs[][2] = {
+        {"sim", "cores=2"}, {"opencl", NULL}, {"opencl", "queues=1"}, {"opencl", "queues=2"}};
+    for (size_t c = 0; c < sizeof specs / sizeof *specs; c++) {
+        if (c == 1 && test_backend_skipped("opencl"))
+            return;
+        printf("     %s%s%s\n", specs[c][0], specs[c][1] ? ":" : "",
+               specs[c][1] ? specs[c][1] : "");
+        fixture f;
+        ASSERT(test_one_arg_open(&f, specs[c][0], specs[c][1], N));
+        uint32_t *x = hg_hostbuf_data(f.hb);
+        for (uint32_t i = 0; i < N; i++)
+            x[i] = i;
+        blocking b = {0, 0};
+        hg_callable cl = {"blocking", blocking_orch, &b};
+        int rc = hg_runner_run(f.r, &cl, &f.arg, 1, NULL);
+        if (rc != 0)
+            TEST_FAIL_("%s: %s", specs[c][0], hg_runner_errmsg(f.r));
+        if (atomic_load(&b.watchdog))
+            TEST_FAIL_("%s%s%s: H0 waited %d s for H4, which waits behind K1 (H0's dependent)",
+                       specs[c][0], specs[c][1] ? ":" : "", specs[c][1] ? specs[c][1] : "",
+                       BLOCK_LIMIT_S);
+        for (uint32_t i = 0; i < N; i++) {
+            uint32_t want = i < N / 2 ? (i + 1u) * 3u + 1u : (i * 3u + 2u) * 3u + 3u;
+            if (x[i] != want)
+                TEST_FAIL_("%s: x[%u] = %u, the model has %u", specs[c][0], i, x[i], want);
+        }
+        test_one_arg_close(&f);
+    }
 }
 
 int main(void)
