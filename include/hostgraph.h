@@ -199,11 +199,19 @@ typedef enum hg_core_type { HG_CORE_CUBE = 0, HG_CORE_VECTOR = 1, HG_CORE_ANY = 
  *                              memory full" comes before the host runs out)
  *   link_gbps=G                cap each copy at G GB/s (a PCIe-like link model)
  *   fail_alloc=K, fail_copy=K  fail the K-th allocation / copy (fault injection),
- *                              K >= 1
+ *                              K >= 1: refused when it is made, nothing moves
+ *   fail_complete=K            the K-th copied range, fill or poisoning of new
+ *                              memory (HG_FAULT_COMPLETE) is accepted, then
+ *                              completes with an error status, as a driver
+ *                              reports a command that failed on the device (a
+ *                              GPU backing memory on first use): its bytes do
+ *                              not move, the call fails (HG_ECOPY; a new
+ *                              allocation's poisoning: HG_EDEVMEM, and the
+ *                              allocation is undone), K >= 1
  *   "opencl"                   the first OpenCL device (platform 0, device 0)
  *   "opencl:platform=P,device=D"
  * OpenCL keys: mem= (capped by the device's global memory, which is also the
- * default), fail_alloc=, fail_copy=, and for tests max_alloc=BYTES (lower
+ * default), fail_alloc=, fail_copy=, fail_complete=, and for tests max_alloc=BYTES (lower
  * the device's CL_DEVICE_MAX_MEM_ALLOC_SIZE, at least 1K) and queues=N (run
  * kernels on N in-order queues, 1..16, instead of the out-of-order queue).
  * An allocation larger than the max alloc is held as several cl_mem pieces
@@ -256,11 +264,18 @@ typedef struct hg_device_counters {
 /* Device-wide counters: every runner's and user's operations together. */
 void hg_device_counters_get(const hg_device *dev, hg_device_counters *out);
 
-typedef enum hg_fault { HG_FAULT_ALLOC, HG_FAULT_COPY } hg_fault;
+typedef enum hg_fault { HG_FAULT_ALLOC, HG_FAULT_COPY, HG_FAULT_COMPLETE } hg_fault;
 /* Makes the k-th next operation of that kind fail (k = 1: the very next one),
  * once.  k = 0 disarms.  Counts every allocation / copied range of the
  * device, the runtime's and the user's alike: a fault can land inside a
- * batched copy, whose earlier ranges are then done. */
+ * batched copy, whose earlier ranges are then done.  HG_FAULT_COMPLETE (the
+ * spec's fail_complete=K) counts the copied ranges a copy fault let through,
+ * fills, and new allocations' poisoning: the k-th is accepted, then
+ * completes with an error (its bytes do not move; on OpenCL the device
+ * reports the command's status as CL_MEM_OBJECT_ALLOCATION_FAILURE), and
+ * the call fails as a copy that failed does (HG_ECOPY; HG_EDEVMEM for an
+ * allocation, undone).  A copy call checks every command's status before
+ * it returns, so nothing is published on a copy that failed. */
 int hg_device_inject_fault(hg_device *dev, hg_fault kind, uint64_t k);
 
 /* User-owned device memory.  The runtime never frees it. */

@@ -53,7 +53,7 @@ HG_IN, HG_OUT, HG_INOUT, HG_SCALAR = 1, 2, 3, 4
 # hg_residency
 HG_STAGED, HG_RESIDENT = 0, 1
 # hg_fault
-HG_FAULT_ALLOC, HG_FAULT_COPY = 0, 1
+HG_FAULT_ALLOC, HG_FAULT_COPY, HG_FAULT_COMPLETE = 0, 1, 2
 
 
 class hg_tensor(Structure):

@@ -62,7 +62,7 @@ class Device(Closing):
 
     ``spec`` as the C API and the command take it: ``"sim"``,
     ``"sim:cores=4"``, ``"sim:cube=1,vector=2,mem=1G"``, ``link_gbps=``,
-    ``fail_alloc=K``, ``fail_copy=K``.  A bad spec raises InvalidArgument with
+    ``fail_alloc=K``, ``fail_copy=K``, ``fail_complete=K``.  A bad spec raises InvalidArgument with
     the C side's message.
     """
 
@@ -109,10 +109,12 @@ class Device(Closing):
         return {name: int(getattr(c, name)) for name, _ in _capi.hg_device_counters._fields_}
 
     def inject_fault(self, kind: str, k: int) -> None:
-        """Makes the k-th next allocation ("alloc") or copied range ("copy") fail, once; k=0 disarms."""
-        kinds = {"alloc": _capi.HG_FAULT_ALLOC, "copy": _capi.HG_FAULT_COPY}
+        """Makes the k-th next allocation ("alloc") or copied range ("copy") fail, once, or the
+        k-th copy, fill or new memory's poisoning complete with an error ("complete"); k=0 disarms."""
+        kinds = {"alloc": _capi.HG_FAULT_ALLOC, "copy": _capi.HG_FAULT_COPY,
+                 "complete": _capi.HG_FAULT_COMPLETE}
         if kind not in kinds:
-            raise InvalidArgument(f"fault kind {kind!r}: want 'alloc' or 'copy'")
+            raise InvalidArgument(f"fault kind {kind!r}: want 'alloc', 'copy' or 'complete'")
         check(_lib.hg_device_inject_fault(self._handle(), kinds[kind], _size(k, "k")), "inject_fault")
 
     def malloc(self, nbytes: int) -> "DeviceBuffer":

@@ -50,17 +50,18 @@
 /* A parsed device spec.  Typed devices have cube cores 0..ncube-1, then
  * vector cores; untyped ones have ncores HG_CORE_ANY cores. */
 typedef struct device_config {
-    bool typed;           /* cube=/vector= given rather than cores= */
-    uint32_t ncores;      /* total cores, >= 1 */
-    uint32_t ncube;       /* typed only */
-    uint32_t nvector;     /* typed only */
-    uint64_t mem_bytes;   /* capacity, > 0: allocations rounded up to HG_DEVICE_ALIGN */
-    double link_gbps;     /* 0: link model off */
-    uint64_t fail_alloc;  /* 0: not armed */
-    uint64_t fail_copy;   /* 0: not armed */
-    bool mem_default;     /* no mem= given: the backend may pick its own */
-    uint64_t default_mem; /* the capacity without mem= (a backend's open may set it) */
-    uint32_t cl_platform; /* opencl: platform= and device= */
+    bool typed;             /* cube=/vector= given rather than cores= */
+    uint32_t ncores;        /* total cores, >= 1 */
+    uint32_t ncube;         /* typed only */
+    uint32_t nvector;       /* typed only */
+    uint64_t mem_bytes;     /* capacity, > 0: allocations rounded up to HG_DEVICE_ALIGN */
+    double link_gbps;       /* 0: link model off */
+    uint64_t fail_alloc;    /* 0: not armed */
+    uint64_t fail_copy;     /* 0: not armed */
+    uint64_t fail_complete; /* 0: not armed */
+    bool mem_default;       /* no mem= given: the backend may pick its own */
+    uint64_t default_mem;   /* the capacity without mem= (a backend's open may set it) */
+    uint32_t cl_platform;   /* opencl: platform= and device= */
     uint32_t cl_device;
     uint64_t cl_max_alloc; /* opencl: max_alloc= (0: the device's own limit) */
     uint32_t cl_queues;    /* opencl: queues= in-order queues (0: out-of-order if the
@@ -86,9 +87,12 @@ typedef struct device_ops {
      * backend cannot provide it.  Reserves the range only: prepare follows. */
     int (*malloc)(void *state, size_t bytes, bool user, hg_devaddr *out);
     /* Readies the range malloc just returned (addr, bytes) for its first
-     * user: on the sim, poisons it (SIM_POISON) and its sanitizer state.
-     * Called with no lock held; the range is the caller's alone. */
-    void (*prepare)(void *state, hg_devaddr addr, size_t bytes);
+     * user: on the sim, poisons it (SIM_POISON) and its sanitizer state;
+     * on OpenCL, fills it and waits for the fill's status (a GPU may back
+     * memory only then).  Called with no lock held; the range is the
+     * caller's alone.  HG_EDEVMEM when the device failed it, or when
+     * `doomed` (an injected fail_complete): device.c then frees it. */
+    int (*prepare)(void *state, hg_devaddr addr, size_t bytes, bool doomed);
     /* HG_ENOTFOUND unless addr starts a live allocation of that owner
      * (user or runtime); *bytes gets its size. */
     int (*free)(void *state, hg_devaddr addr, bool user, size_t *bytes);
@@ -96,15 +100,23 @@ typedef struct device_ops {
     int (*copy_to)(void *state, hg_devaddr dst, const void *src, size_t bytes);
     int (*copy_from)(void *state, void *dst, hg_devaddr src, size_t bytes);
     /* Optional (NULL: device.c copies range by range): copies the ranges,
-     * all validated already; empty ranges are skipped. */
-    int (*copy_batch)(void *state, bool to_device, const device_copy *list, size_t n);
+     * all validated already; empty ranges are skipped.  Range `doomed`
+     * (n: none) is an injected completion failure (fail_complete=K): it is
+     * accepted like the others, moves no byte, and completes with an error.
+     * Returns only once every command it made is done and its status read:
+     * 0, or the error of the lowest failing range, whose index goes to
+     * *failed (the ranges before it are done; later ones may have moved). */
+    int (*copy_batch)(void *state, bool to_device, const device_copy *list, size_t n, size_t doomed,
+                      size_t *failed);
     /* True when copy_batch is all or nothing: it checks every range (under
      * the lock that keeps them live) before it copies any, and fails only
      * at that check (HG_ERANGE, nothing moved): device_copy_batch_whole. */
     bool copy_batch_whole;
     /* Sets every byte of the device range to `value` on the device (no copy
-     * crosses the link).  HG_ERANGE as for copies. */
-    int (*fill)(void *state, hg_devaddr dst, int value, size_t bytes);
+     * crosses the link), done and its status read when it returns.
+     * HG_ERANGE as for copies; HG_ECOPY when the device failed it, or when
+     * `doomed` (as copy_batch's). */
+    int (*fill)(void *state, hg_devaddr dst, int value, size_t bytes, bool doomed);
     void *(*translate)(void *state, hg_devaddr addr, size_t bytes);
     /* The live allocation containing addr: base, size and owner; HG_ENOTFOUND. */
     int (*find_alloc)(void *state, hg_devaddr addr, hg_devaddr *base, size_t *size, bool *user);

@@ -18,7 +18,11 @@
  *   - an armed fault counts every allocation / copy that passed argument and
  *     range validation, the runtime's and the user's alike; the k-th fails
  *     once, doing nothing, and the fault disarms itself (an all-or-nothing
- *     batch that holds the k-th copy does nothing at all);
+ *     batch that holds the k-th copy does nothing at all); a completion
+ *     fault (fail_complete) counts the copied ranges the copy fault let
+ *     through, fills and new allocations' preparation, and the backend is
+ *     told which command is doomed (it accepts it, moves none of its
+ *     bytes, and fails it as it completes);
  *   - counters and fault state change only under dev->lock, so several
  *     threads may share a device;
  *   - an allocation takes the lock twice, briefly: to count its fault and
@@ -50,6 +54,8 @@ struct hg_device {
     uint64_t reserved;            /* capacity held by allocations in flight */
     uint64_t fault_alloc;         /* allocations left until the injected failure; 0: off */
     uint64_t fault_copy;          /* copies left until the injected failure; 0: off */
+    uint64_t fault_complete;      /* copies, fills, preparations left until one completes
+                                     with an error; 0: off */
     device_alloc_hook alloc_hook; /* tests only */
     void *alloc_hook_ctx;
     atomic_uint_least64_t locked_prepare_bytes; /* tests only: must stay 0 */
@@ -118,6 +124,7 @@ int hg_device_open(const char *spec, hg_device **out, char *errbuf, size_t errle
     dev->cfg = cfg;
     dev->fault_alloc = cfg.fail_alloc;
     dev->fault_copy = cfg.fail_copy;
+    dev->fault_complete = cfg.fail_complete;
     rc = ops->open(&dev->cfg, &dev->state);
     if (rc != 0) {
         const char *why = ops->errmsg ? ops->errmsg() : NULL;
@@ -198,14 +205,37 @@ void hg_device_counters_get(const hg_device *dev, hg_device_counters *out)
 
 /* ------------------------------------------------------ fault injection */
 
+/* The counter of fault `kind` (a valid one). */
+static uint64_t *device_fault_of(hg_device *dev, hg_fault kind)
+{
+    return kind == HG_FAULT_ALLOC  ? &dev->fault_alloc
+           : kind == HG_FAULT_COPY ? &dev->fault_copy
+                                   : &dev->fault_complete;
+}
+
+static bool device_fault_kind(hg_fault kind)
+{
+    return kind == HG_FAULT_ALLOC || kind == HG_FAULT_COPY || kind == HG_FAULT_COMPLETE;
+}
+
 int hg_device_inject_fault(hg_device *dev, hg_fault kind, uint64_t k)
 {
-    if (dev == NULL || (kind != HG_FAULT_ALLOC && kind != HG_FAULT_COPY))
+    if (dev == NULL || !device_fault_kind(kind))
         return HG_EINVAL;
     device_mutex_lock(&dev->lock);
-    *(kind == HG_FAULT_ALLOC ? &dev->fault_alloc : &dev->fault_copy) = k;
+    *device_fault_of(dev, kind) = k;
     device_mutex_unlock(&dev->lock);
     return 0;
+}
+
+uint64_t device_debug_fault_left(hg_device *dev, hg_fault kind)
+{
+    if (dev == NULL || !device_fault_kind(kind))
+        return 0;
+    device_mutex_lock(&dev->lock);
+    uint64_t left = *device_fault_of(dev, kind);
+    device_mutex_unlock(&dev->lock);
+    return left;
 }
 
 /* Counts one operation against an armed fault; true if this one must fail.
@@ -238,8 +268,9 @@ static void counters_alloc(hg_device_counters *c, uint64_t span)
 }
 
 /* Counts the allocation fault and reserves `span` bytes of capacity, under
- * the lock: HG_EDEVMEM if the fault fires or the capacity is short. */
-static int device_reserve(hg_device *dev, uint64_t span)
+ * the lock: HG_EDEVMEM if the fault fires or the capacity is short.  Then
+ * counts the completion fault for the allocation's preparation (*doomed). */
+static int device_reserve(hg_device *dev, uint64_t span, bool *doomed)
 {
     device_mutex_lock(&dev->lock);
     int rc = device_fault_fires(&dev->fault_alloc) ? HG_EDEVMEM : 0;
@@ -247,19 +278,25 @@ static int device_reserve(hg_device *dev, uint64_t span)
         rc = HG_EDEVMEM;
     if (rc == 0)
         dev->reserved += span;
+    *doomed = rc == 0 && device_fault_fires(&dev->fault_complete);
     device_mutex_unlock(&dev->lock);
     return rc;
 }
 
 /* Readies a new allocation's memory, holding no lock (device.h's debug
- * hook and counter watch that). */
-static void device_prepare(hg_device *dev, hg_devaddr addr, size_t bytes)
+ * hook and counter watch that).  On failure (the device's, or an injected
+ * completion fault) the allocation is undone: HG_EDEVMEM. */
+static int device_prepare(hg_device *dev, hg_devaddr addr, size_t bytes, bool user, bool doomed)
 {
     if (dev->alloc_hook != NULL)
         dev->alloc_hook(dev->alloc_hook_ctx, addr, bytes);
     if (device_locks_held() != 0)
         atomic_fetch_add(&dev->locked_prepare_bytes, bytes);
-    dev->ops->prepare(dev->state, addr, bytes);
+    if (dev->ops->prepare(dev->state, addr, bytes, doomed) == 0)
+        return 0;
+    size_t gone = 0;
+    dev->ops->free(dev->state, addr, user, &gone); /* nobody else has its address yet */
+    return HG_EDEVMEM;
 }
 
 /* An allocation for the user (hg_devbuf_malloc) or the runtime. */
@@ -272,13 +309,14 @@ static int device_alloc(hg_device *dev, size_t bytes, bool user, hg_devaddr *out
     uint64_t span;
     if (!device_span(bytes, &span))
         return HG_EDEVMEM;
-    int rc = device_reserve(dev, span);
+    bool doomed = false;
+    int rc = device_reserve(dev, span, &doomed);
     if (rc != 0)
         return rc;
     hg_devaddr addr = 0;
     rc = dev->ops->malloc(dev->state, bytes, user, &addr);
     if (rc == 0)
-        device_prepare(dev, addr, bytes);
+        rc = device_prepare(dev, addr, bytes, user, doomed);
     device_mutex_lock(&dev->lock);
     dev->reserved -= span; /* counted as live now, or given back */
     if (rc == 0) {
@@ -350,10 +388,13 @@ static bool device_range_live(hg_device *dev, hg_devaddr addr, size_t bytes)
  * counts the armed copy fault across its non-empty ranges.  Returns
  * HG_EINVAL / HG_ERANGE with *ok the first invalid range, or 0 with *ok the
  * number of leading ranges that may go ahead (n unless the fault fires
- * inside the batch). */
-static int device_batch_begin(hg_device *dev, const device_copy *list, size_t n, size_t *ok)
+ * inside the batch), and *doomed the one of those the completion fault
+ * fails (*ok if none). */
+static int device_batch_begin(hg_device *dev, const device_copy *list, size_t n, size_t *ok,
+                              size_t *doomed)
 {
     *ok = 0;
+    *doomed = n;
     if (dev == NULL || (list == NULL && n != 0))
         return HG_EINVAL;
     for (size_t i = 0; i < n; i++) {
@@ -370,6 +411,13 @@ static int device_batch_begin(hg_device *dev, const device_copy *list, size_t n,
     for (size_t i = 0; i < n; i++) {
         if (list[i].bytes != 0 && device_fault_fires(&dev->fault_copy)) {
             *ok = i;
+            break;
+        }
+    }
+    *doomed = *ok;
+    for (size_t i = 0; i < *ok; i++) {
+        if (list[i].bytes != 0 && device_fault_fires(&dev->fault_complete)) {
+            *doomed = i;
             break;
         }
     }
@@ -399,12 +447,17 @@ static void device_batch_count(hg_device *dev, bool to_device, const device_copy
 }
 
 /* The synchronous default for a backend without copy_batch: one call per
- * range (IREE's queue emulation habit: a simple backend needs nothing new). */
-static int device_batch_run(hg_device *dev, bool to_device, const device_copy *list, size_t n)
+ * range (IREE's queue emulation habit: a simple backend needs nothing new),
+ * the doomed one failed in place of its copy.  *failed: as copy_batch's. */
+static int device_batch_run(hg_device *dev, bool to_device, const device_copy *list, size_t n,
+                            size_t doomed, size_t *failed)
 {
     if (dev->ops->copy_batch != NULL)
-        return dev->ops->copy_batch(dev->state, to_device, list, n);
+        return dev->ops->copy_batch(dev->state, to_device, list, n, doomed, failed);
     for (size_t i = 0; i < n; i++) {
+        *failed = i;
+        if (i == doomed)
+            return HG_ECOPY;
         if (list[i].bytes == 0)
             continue;
         int rc = to_device
@@ -419,19 +472,19 @@ static int device_batch_run(hg_device *dev, bool to_device, const device_copy *l
 int device_copy_batch(hg_device *dev, bool to_device, const device_copy *list, size_t n,
                       hg_device_counters *tally, size_t *done)
 {
-    size_t ok = 0;
+    size_t ok = 0, doomed = 0, failed = 0;
     if (done != NULL)
         *done = 0;
-    int rc = device_batch_begin(dev, list, n, &ok);
+    int rc = device_batch_begin(dev, list, n, &ok, &doomed);
     if (rc != 0)
         return rc;
-    rc = device_batch_run(dev, to_device, list, ok);
-    if (rc != 0)
-        return rc;
+    rc = device_batch_run(dev, to_device, list, ok, doomed, &failed);
+    if (rc != 0) /* the ranges before the failed one are done */
+        ok = failed < ok ? failed : ok;
     device_batch_count(dev, to_device, list, ok, tally);
     if (done != NULL)
         *done = ok;
-    return ok < n ? HG_ECOPY : 0;
+    return rc != 0 ? rc : ok < n ? HG_ECOPY : 0;
 }
 
 bool device_batch_whole(const hg_device *dev)
@@ -445,22 +498,24 @@ bool device_batch_whole(const hg_device *dev)
 int device_copy_batch_whole(hg_device *dev, bool to_device, const device_copy *list, size_t n,
                             hg_device_counters *tally, size_t *at)
 {
-    size_t ok = 0;
+    size_t ok = 0, doomed = 0, failed = 0;
     if (at != NULL)
         *at = 0;
     if (dev == NULL)
         return HG_EINVAL;
     if (!device_batch_whole(dev))
         return HG_EUNSUPPORTED;
-    int rc = device_batch_begin(dev, list, n, &ok);
-    if (rc == 0 && ok < n)
+    /* A completion fault fails the whole batch as a copy fault does: its
+     * ranges all complete at once, as they are checked. */
+    int rc = device_batch_begin(dev, list, n, &ok, &doomed);
+    if (rc == 0 && (ok < n || doomed < n))
         rc = HG_ECOPY;
     if (rc != 0) {
         if (at != NULL)
-            *at = ok;
+            *at = doomed < ok ? doomed : ok;
         return rc;
     }
-    rc = dev->ops->copy_batch(dev->state, to_device, list, n);
+    rc = dev->ops->copy_batch(dev->state, to_device, list, n, n, &failed);
     if (rc != 0)
         return rc;
     device_batch_count(dev, to_device, list, n, tally);
@@ -516,7 +571,12 @@ int device_fill(hg_device *dev, hg_devaddr dst, int value, size_t bytes)
         return HG_EINVAL;
     if (bytes == 0)
         return 0;
-    return dev->ops->fill(dev->state, dst, value, bytes);
+    if (!device_range_live(dev, dst, bytes)) /* only a valid fill counts against a fault */
+        return HG_ERANGE;
+    device_mutex_lock(&dev->lock);
+    const bool doomed = device_fault_fires(&dev->fault_complete);
+    device_mutex_unlock(&dev->lock);
+    return dev->ops->fill(dev->state, dst, value, bytes, doomed);
 }
 
 /* -------------------------------------------------- internal interface */

@@ -100,6 +100,10 @@ typedef enum device_addr_owner {
 device_addr_owner device_addr_lookup(hg_device *dev, hg_devaddr addr, hg_devaddr *base,
                                      size_t *size);
 
+/* Tests: operations left until the armed fault of that kind fires (0: it
+ * fired, or none is armed). */
+uint64_t device_debug_fault_left(hg_device *dev, hg_fault kind);
+
 /* Debug hook for tests: called on the allocating thread for every
  * allocation, once its range is reserved and before its memory is prepared
  * (poisoned), with the address and size.  Set it (NULL removes it) while no

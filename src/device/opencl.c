@@ -28,10 +28,12 @@
  * clCreateBuffer runs with no lock held: the range is reserved first as a
  * pending entry, and is nobody else's until malloc returns.
  *
- * Queues.  Copies, fills and poisoning go to one in-order transfer queue
- * and each waits there (a batch: one clFinish); kernels go to the run
- * queues (opencl_run.c), whose every run first waits for the transfer
- * queue's earlier commands through an event, not a host wait.
+ * Queues.  Copies, fills and poisoning go to one in-order transfer queue,
+ * each command with its event, and every call waits for its commands and
+ * reads each one's status before it returns (ocl_xfer below): a command
+ * the device failed fails the call.  Kernels go to the run queues
+ * (opencl_run.c), whose every run first waits for the transfer queue's
+ * earlier commands through an event, not a host wait.
  */
 #ifdef HG_HAVE_OPENCL
 #include <stdatomic.h>
@@ -143,23 +145,18 @@ static int ocl_malloc(void *state, size_t bytes, bool user, hg_devaddr *out)
     return rc;
 }
 
+static int ocl_fill(void *state, hg_devaddr dst, int value, size_t bytes, bool doomed);
+
 /* New memory is garbage, as on the sim: a kernel that reads bytes nobody
- * wrote sees 0xA5, not zeros.  Enqueued on the in-order transfer queue, so
- * every later copy sees it done, and every run waits for it (queue_begin). */
-static void ocl_prepare(void *state, hg_devaddr addr, size_t bytes)
+ * wrote sees 0xA5, not zeros.  The fill is waited for and its status read
+ * here: a GPU may back memory only at its first use, and say it failed
+ * only through that command's status (HG_EDEVMEM: device.c frees it). */
+static int ocl_prepare(void *state, hg_devaddr addr, size_t bytes, bool doomed)
 {
-    ocl_dev *s = state;
-    cl_uchar poison = OCL_POISON;
-    device_rwlock_rdlock(&s->table_lock);
-    const alloc_entry *e = alloc_table_lookup(&s->table, addr, bytes);
-    while (e != NULL && bytes > 0) {
-        ocl_part p = opencl_part(s, e, addr, bytes);
-        (void)s->api->clEnqueueFillBuffer(s->xfer, p.mem, &poison, 1, p.off, p.bytes, 0, NULL,
-                                          NULL);
-        addr += p.bytes;
-        bytes -= p.bytes;
-    }
-    device_rwlock_unlock(&s->table_lock);
+    int rc = ocl_fill(state, addr, OCL_POISON, bytes, doomed);
+    return rc == 0 ? 0
+                   : opencl_fail(HG_EDEVMEM, "opencl: new memory of %zu bytes: %s", bytes,
+                                 opencl_errmsg());
 }
 
 static int ocl_free(void *state, hg_devaddr addr, bool user, size_t *bytes)
@@ -183,23 +180,105 @@ static int ocl_free(void *state, hg_devaddr addr, bool user, size_t *bytes)
 
 /* ------------------------------------------------------------ copies */
 
-/* Enqueues one range, piece by piece, on the transfer queue without
- * waiting (the read lock held). */
-static int ocl_enqueue_copy(ocl_dev *s, bool to_device, hg_devaddr addr, void *host, size_t bytes)
+/* The commands of one copy, fill or poisoning call, each with its event,
+ * their statuses read once they are done and before the call returns: a
+ * driver may accept a command and fail it on the device (a GPU backing
+ * memory on first use reports CL_MEM_OBJECT_ALLOCATION_FAILURE there),
+ * which clFinish does not tell.  So no caller publishes bytes a failed
+ * command did not move.  At most OCL_XFER_EVENTS in flight per call (more
+ * wait for the earlier ones first): no allocation. */
+#define OCL_XFER_EVENTS 64
+
+typedef struct ocl_xfer {
+    cl_event ev[OCL_XFER_EVENTS];
+    size_t item[OCL_XFER_EVENTS]; /* the caller's range each command is part of */
+    uint32_t n;
+    size_t doomed; /* the injected completion failure's range (SIZE_MAX: none) */
+    size_t failed; /* the lowest range whose command failed (SIZE_MAX: none) */
+    int rc;        /* its error */
+} ocl_xfer;
+
+/* Records range `item` failed with rc (the lowest failing range wins). */
+static void ocl_xfer_fail(ocl_xfer *x, size_t item, int rc)
 {
-    const alloc_entry *e = alloc_table_lookup(&s->table, addr, bytes);
+    if (item < x->failed) {
+        x->failed = item;
+        x->rc = rc;
+    }
+}
+
+/* Waits for every command in flight and reads each one's status. */
+static void ocl_xfer_wait(const ocl_dev *s, ocl_xfer *x)
+{
+    (void)s->api->clFlush(s->xfer);
+    for (uint32_t i = 0; i < x->n; i++) {
+        cl_int st = CL_COMPLETE;
+        if (x->item[i] != x->doomed) /* a doomed command's event is complete already */
+            (void)s->api->clWaitForEvents(1, &x->ev[i]);
+        if (s->api->clGetEventInfo(x->ev[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st,
+                                   NULL) != CL_SUCCESS)
+            st = CL_INVALID_EVENT;
+        if (st < 0 && x->item[i] < x->failed)
+            ocl_xfer_fail(x, x->item[i],
+                          opencl_fail(HG_ECOPY, "opencl: a transfer command completed with %s%s",
+                                      opencl_error_name(st),
+                                      x->item[i] == x->doomed ? " (injected: fail_complete)" : ""));
+        s->api->clReleaseEvent(x->ev[i]);
+    }
+    x->n = 0;
+}
+
+/* Takes the event of a command of range `item` just enqueued. */
+static void ocl_xfer_add(const ocl_dev *s, ocl_xfer *x, size_t item, cl_event ev)
+{
+    x->ev[x->n] = ev;
+    x->item[x->n++] = item;
+    if (x->n == OCL_XFER_EVENTS)
+        ocl_xfer_wait(s, x);
+}
+
+/* In place of range item's commands, when it is doomed: an event that
+ * completes with the status a driver gives a command it could not back
+ * (a user event no command waits on: PoCL hangs a command whose wait list
+ * holds a failed event, device.h).  No byte of the range moves. */
+static int ocl_xfer_doom(const ocl_dev *s, ocl_xfer *x, size_t item)
+{
+    cl_int crc = CL_SUCCESS;
+    cl_event ev = s->api->clCreateUserEvent(s->ctx, &crc);
+    int rc = opencl_check(crc, "clCreateUserEvent", HG_ECOPY);
+    if (rc == 0)
+        rc = OCL_CALL(s->api, HG_ECOPY, clSetUserEventStatus, ev, CL_MEM_OBJECT_ALLOCATION_FAILURE);
+    if (rc == 0)
+        ocl_xfer_add(s, x, item, ev);
+    else if (ev != NULL)
+        s->api->clReleaseEvent(ev);
+    return rc;
+}
+
+/* Enqueues range `item`, piece by piece, on the transfer queue without
+ * waiting (the read lock held). */
+static int ocl_enqueue_copy(ocl_dev *s, ocl_xfer *x, size_t item, bool to_device,
+                            const device_copy *c)
+{
+    const alloc_entry *e = alloc_table_lookup(&s->table, c->dev, c->bytes);
     if (e == NULL)
         return HG_ERANGE;
+    if (item == x->doomed)
+        return ocl_xfer_doom(s, x, item);
     int rc = 0;
-    unsigned char *h = host;
-    while (bytes > 0 && rc == 0) {
+    hg_devaddr addr = c->dev;
+    unsigned char *h = c->host;
+    for (size_t bytes = c->bytes; bytes > 0 && rc == 0;) {
         ocl_part p = opencl_part(s, e, addr, bytes);
+        cl_event ev = NULL;
         if (to_device)
             rc = OCL_CALL(s->api, HG_ECOPY, clEnqueueWriteBuffer, s->xfer, p.mem, CL_FALSE, p.off,
-                          p.bytes, h, 0, NULL, NULL);
+                          p.bytes, h, 0, NULL, &ev);
         else
             rc = OCL_CALL(s->api, HG_ECOPY, clEnqueueReadBuffer, s->xfer, p.mem, CL_FALSE, p.off,
-                          p.bytes, h, 0, NULL, NULL);
+                          p.bytes, h, 0, NULL, &ev);
+        if (rc == 0)
+            ocl_xfer_add(s, x, item, ev);
         addr += p.bytes;
         h += p.bytes;
         bytes -= p.bytes;
@@ -207,55 +286,68 @@ static int ocl_enqueue_copy(ocl_dev *s, bool to_device, hg_devaddr addr, void *h
     return rc;
 }
 
-/* Every range enqueued without waiting, then one clFinish (which also runs
- * when a range failed, so no command outlives its host memory). */
-static int ocl_copy_list(void *state, bool to_device, const device_copy *list, size_t n)
+/* Every range enqueued without waiting, then every command waited for
+ * (also when a range failed to enqueue, so no command outlives its host
+ * memory) and its status read: the lowest failing range's error. */
+static int ocl_copy_list(void *state, bool to_device, const device_copy *list, size_t n,
+                         size_t doomed, size_t *failed)
 {
     ocl_dev *s = state;
+    ocl_xfer x = {.doomed = doomed < n ? doomed : SIZE_MAX, .failed = SIZE_MAX};
     int rc = 0;
     device_rwlock_rdlock(&s->table_lock);
     for (size_t i = 0; i < n && rc == 0; i++)
-        if (list[i].bytes != 0)
-            rc = ocl_enqueue_copy(s, to_device, list[i].dev, list[i].host, list[i].bytes);
-    int frc = OCL_CALL(s->api, HG_ECOPY, clFinish, s->xfer);
+        if (list[i].bytes != 0 && (rc = ocl_enqueue_copy(s, &x, i, to_device, &list[i])) != 0)
+            ocl_xfer_fail(&x, i, rc);
+    ocl_xfer_wait(s, &x);
     device_rwlock_unlock(&s->table_lock);
-    return rc != 0 ? rc : frc;
+    *failed = x.failed != SIZE_MAX ? x.failed : 0;
+    return x.failed != SIZE_MAX ? x.rc : 0;
 }
 
 static int ocl_copy_to(void *state, hg_devaddr dst, const void *src, size_t bytes)
 {
     const device_copy one = {(void *)src, dst, bytes};
-    return ocl_copy_list(state, true, &one, 1);
+    size_t failed;
+    return ocl_copy_list(state, true, &one, 1, 1, &failed);
 }
 
 static int ocl_copy_from(void *state, void *dst, hg_devaddr src, size_t bytes)
 {
     const device_copy one = {dst, src, bytes};
-    return ocl_copy_list(state, false, &one, 1);
+    size_t failed;
+    return ocl_copy_list(state, false, &one, 1, 1, &failed);
 }
 
-static int ocl_fill(void *state, hg_devaddr dst, int value, size_t bytes)
+/* Fills the range with `value`, waits and reads every command's status
+ * (ocl_xfer); HG_ERANGE outside live memory, HG_ECOPY when one failed. */
+static int ocl_fill(void *state, hg_devaddr dst, int value, size_t bytes, bool doomed)
 {
     ocl_dev *s = state;
-    int rc = HG_ERANGE;
+    ocl_xfer x = {.doomed = doomed ? 0 : SIZE_MAX, .failed = SIZE_MAX};
     cl_uchar byte = (cl_uchar)value;
+    int rc = 0;
     device_rwlock_rdlock(&s->table_lock);
     const alloc_entry *e = alloc_table_lookup(&s->table, dst, bytes);
-    if (e != NULL)
-        rc = 0;
-    while (e != NULL && bytes > 0 && rc == 0) {
+    if (e == NULL)
+        rc = HG_ERANGE;
+    else if (doomed)
+        rc = ocl_xfer_doom(s, &x, 0);
+    while (e != NULL && !doomed && bytes > 0 && rc == 0) {
         ocl_part p = opencl_part(s, e, dst, bytes);
+        cl_event ev = NULL;
         rc = OCL_CALL(s->api, HG_ECOPY, clEnqueueFillBuffer, s->xfer, p.mem, &byte, 1, p.off,
-                      p.bytes, 0, NULL, NULL);
+                      p.bytes, 0, NULL, &ev);
+        if (rc == 0)
+            ocl_xfer_add(s, &x, 0, ev);
         dst += p.bytes;
         bytes -= p.bytes;
     }
-    if (e != NULL) {
-        int frc = OCL_CALL(s->api, HG_ECOPY, clFinish, s->xfer);
-        rc = rc != 0 ? rc : frc;
-    }
+    if (rc != 0)
+        ocl_xfer_fail(&x, 0, rc);
+    ocl_xfer_wait(s, &x);
     device_rwlock_unlock(&s->table_lock);
-    return rc;
+    return x.failed != SIZE_MAX ? x.rc : 0;
 }
 
 /* ---------------------------------------------------- open and close */

@@ -26,8 +26,8 @@
  * Runs.  queue_begin takes run_lock (a cl_kernel's args are per kernel
  * object, so two runs must not set them at once) and the table's read lock
  * (a concurrent free waits for the run), and zeroes one status word per
- * task after a marker on the transfer queue (the poisoning of new memory
- * comes first, with no host wait); each launch sets the args and enqueues
+ * task after a marker on the transfer queue (the transfer queue's earlier
+ * commands come first, with no host wait); each launch sets the args and enqueues
  * an NDRange; queue_end is the run's one wait: a blocking read of the
  * status words that waits on every task's event.  Then it releases both
  * locks.  The status buffer, its host copy and the event array belong to

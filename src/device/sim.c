@@ -269,8 +269,10 @@ static int sim_malloc(void *state, size_t bytes, bool user, hg_devaddr *out)
 }
 
 /* The range is the caller's alone until its allocation is returned: no lock
- * is needed, and none is held (device.c calls this outside its own). */
-static void sim_prepare(void *state, hg_devaddr addr, size_t bytes)
+ * is needed, and none is held (device.c calls this outside its own).  The
+ * sim's poisoning cannot fail but for an injected completion fault, after
+ * which device.c frees the range (poisoned, as a free leaves it). */
+static int sim_prepare(void *state, hg_devaddr addr, size_t bytes, bool doomed)
 {
     sim *s = state;
     unsigned char *p = sim_host(s, addr);
@@ -278,6 +280,7 @@ static void sim_prepare(void *state, hg_devaddr addr, size_t bytes)
     sim_unpoison(p, bytes);
     sim_poison(p + bytes, sim_span(bytes) - bytes);
     memset(p, SIM_POISON, bytes);
+    return doomed ? HG_EDEVMEM : 0;
 }
 
 static int sim_free(void *state, hg_devaddr addr, bool user, size_t *bytes)
@@ -297,15 +300,17 @@ static int sim_free(void *state, hg_devaddr addr, bool user, size_t *bytes)
     return rc;
 }
 
-/* Sets [addr, addr+bytes) to `value` under the read lock. */
-static int sim_fill(void *state, hg_devaddr addr, int value, size_t bytes)
+/* Sets [addr, addr+bytes) to `value` under the read lock; a doomed fill
+ * (an injected completion fault) sets nothing and fails. */
+static int sim_fill(void *state, hg_devaddr addr, int value, size_t bytes, bool doomed)
 {
     sim *s = state;
     int rc = HG_ERANGE;
     device_rwlock_rdlock(&s->table_lock);
     if (alloc_table_lookup(&s->table, addr, bytes) != NULL) {
-        memset(sim_host(s, addr), value, bytes);
-        rc = 0;
+        if (!doomed)
+            memset(sim_host(s, addr), value, bytes);
+        rc = doomed ? HG_ECOPY : 0;
     }
     device_rwlock_unlock(&s->table_lock);
     return rc;
@@ -362,17 +367,27 @@ static int sim_copy_from(void *state, void *dst, hg_devaddr src, size_t bytes)
  * the batch's total bytes (one transfer's worth of setup, as a real
  * backend's single batch of async copies would have).  All or nothing
  * (copy_batch_whole): every range is looked up before any is copied, under
- * the same lock, so no free can come between the check and the memcpys. */
-static int sim_copy_batch(void *state, bool to_device, const device_copy *list, size_t n)
+ * the same lock, so no free can come between the check and the memcpys.
+ * A doomed range (an injected completion fault) fails where it stands: the
+ * sim's copies complete as they are made, so the ranges before it are
+ * done and none from it on moves. */
+static int sim_copy_batch(void *state, bool to_device, const device_copy *list, size_t n,
+                          size_t doomed, size_t *failed)
 {
     sim *s = state;
     uint64_t start = clock_now_ns(), total = 0;
     int rc = 0;
+    *failed = 0;
     device_rwlock_rdlock(&s->table_lock);
     for (size_t i = 0; i < n && rc == 0; i++)
         if (list[i].bytes != 0 && alloc_table_lookup(&s->table, list[i].dev, list[i].bytes) == NULL)
             rc = HG_ERANGE;
     for (size_t i = 0; i < n && rc == 0; i++) {
+        if (i == doomed) {
+            *failed = i;
+            rc = HG_ECOPY;
+            break;
+        }
         if (list[i].bytes == 0)
             continue;
         unsigned char *dev = sim_host(s, list[i].dev);

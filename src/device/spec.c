@@ -42,6 +42,7 @@ enum spec_key {
     KEY_LINK,
     KEY_FAIL_ALLOC,
     KEY_FAIL_COPY,
+    KEY_FAIL_COMPLETE,
     KEY_PLATFORM,
     KEY_DEVICE,
     KEY_MAX_ALLOC,
@@ -50,8 +51,8 @@ enum spec_key {
 };
 
 static const char *const spec_key_names[KEY_COUNT] = {
-    "cores",     "cube",     "vector", "mem",       "link_gbps", "fail_alloc",
-    "fail_copy", "platform", "device", "max_alloc", "queues",
+    "cores",     "cube",          "vector",   "mem",    "link_gbps", "fail_alloc",
+    "fail_copy", "fail_complete", "platform", "device", "max_alloc", "queues",
 };
 
 /* The keys only one backend takes (the rest are common to all). */
@@ -159,11 +160,15 @@ static int spec_set_count(spec_parse *p, device_config *cfg, enum spec_key key, 
         *(key == KEY_PLATFORM ? &cfg->cl_platform : &cfg->cl_device) = (uint32_t)v;
         return 0;
     }
-    if ((key == KEY_FAIL_ALLOC || key == KEY_FAIL_COPY) && v == 0)
+    uint64_t *fault = key == KEY_FAIL_ALLOC      ? &cfg->fail_alloc
+                      : key == KEY_FAIL_COPY     ? &cfg->fail_copy
+                      : key == KEY_FAIL_COMPLETE ? &cfg->fail_complete
+                                                 : NULL;
+    if (fault != NULL && v == 0)
         return spec_fail(p, "%s=0 would inject nothing (want K >= 1: the K-th one fails)",
                          spec_key_names[key]);
-    if (key == KEY_FAIL_ALLOC || key == KEY_FAIL_COPY) {
-        *(key == KEY_FAIL_ALLOC ? &cfg->fail_alloc : &cfg->fail_copy) = v;
+    if (fault != NULL) {
+        *fault = v;
         return 0;
     }
     if (v > DEVICE_MAX_CORES)
