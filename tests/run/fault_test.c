@@ -32,9 +32,16 @@ static hg_device_counters counters(hg_device *dev)
     return c;
 }
 
-static scene_case *make_bgemm(void)
+/* Where a sweep runs: backend, scene (its default case), first run or a
+ * later one, inputs staged or resident. */
+typedef struct setup {
+    const char *backend, *scene;
+    bool warm, resident;
+} setup;
+
+static scene_case *make_case(const char *name)
 {
-    const scene *s = scene_find("bgemm");
+    const scene *s = scene_find(name);
     if (s == NULL)
         return NULL;
     int64_t params[SCENE_MAX_PARAMS];
@@ -44,11 +51,11 @@ static scene_case *make_bgemm(void)
     return scene_case_make(s, params, &c, &e) == 0 ? c : NULL;
 }
 
-/* The 'C' arg: the INOUT the run accumulates into. */
+/* The 'C' arg: the INOUT bgemm accumulates into (vector_add's OUT). */
 static const hg_arg *arg_c(const scene_case *c)
 {
     for (uint32_t i = 0; i < c->nargs; i++)
-        if (c->args[i].dir == HG_INOUT)
+        if (c->args[i].dir == HG_INOUT || c->args[i].dir == HG_OUT)
             return &c->args[i];
     return NULL;
 }
@@ -99,15 +106,14 @@ static const char *faulted_outcome(hg_device *dev, hg_runner *r, scene_case *c, 
 }
 
 /* One faulted run and its recovery; returns 0 when all held, else a line. */
-static const char *fault_once(const char *backend, hg_fault kind, uint64_t k, bool warm,
-                              bool resident)
+static const char *fault_once(const setup *at, hg_fault kind, uint64_t k)
 {
     hg_device *dev;
     hg_runner *r;
-    scene_case *c = make_bgemm();
-    if (c == NULL || (dev = test_device_on(backend, "cube=1,vector=2")) == NULL)
+    scene_case *c = make_case(at->scene);
+    if (c == NULL || (dev = test_device_on(at->backend, "cube=1,vector=2")) == NULL)
         return "setup";
-    if (resident)
+    if (at->resident)
         make_resident(c);
     if (hg_runner_open(dev, &r) != 0)
         return "runner";
@@ -116,7 +122,7 @@ static const char *fault_once(const char *backend, hg_fault kind, uint64_t k, bo
     size_t bytes = hg_hostbuf_size(ac->tensor.host);
     void *before = malloc(bytes), *initial = malloc(bytes);
     memcpy(initial, hg_hostbuf_data(ac->tensor.host), bytes);
-    if (warm && run_once(r, c, NULL) != 0)
+    if (at->warm && run_once(r, c, NULL) != 0)
         bad = "warm-up run failed";
     memcpy(before, hg_hostbuf_data(ac->tensor.host), bytes);
     hg_device_inject_fault(dev, kind, k);
@@ -139,19 +145,19 @@ static const char *fault_once(const char *backend, hg_fault kind, uint64_t k, bo
     return bad;
 }
 
-static counts measure(const char *backend, bool warm, bool resident)
+static counts measure(const setup *at)
 {
     counts n = {0, 0};
     hg_device *dev;
     hg_runner *r;
-    scene_case *c = make_bgemm();
-    if (c == NULL || (dev = test_device_on(backend, "cube=1,vector=2")) == NULL)
+    scene_case *c = make_case(at->scene);
+    if (c == NULL || (dev = test_device_on(at->backend, "cube=1,vector=2")) == NULL)
         return n;
-    if (resident)
+    if (at->resident)
         make_resident(c);
     hg_runner_open(dev, &r);
     hg_run_stats s;
-    if (warm)
+    if (at->warm)
         run_once(r, c, NULL);
     if (run_once(r, c, &s) == 0) {
         n.allocs = s.device_allocs;
@@ -165,18 +171,19 @@ static counts measure(const char *backend, bool warm, bool resident)
 
 static void sweep(const char *backend, bool warm)
 {
-    counts n = measure(backend, warm, false);
+    const setup at = {backend, "bgemm", warm, false};
+    counts n = measure(&at);
     /* A warm run reuses the retained buffer and the pooled scratch: it
      * allocates nothing, so only its copies can fail. */
     ASSERT_UEQ(n.allocs, warm ? 0 : 2);
     ASSERT_UGE(n.copies, 2);
     for (uint64_t k = 1; k <= n.allocs; k++) {
-        const char *bad = fault_once(backend, HG_FAULT_ALLOC, k, warm, false);
+        const char *bad = fault_once(&at, HG_FAULT_ALLOC, k);
         if (bad)
             TEST_FAIL_("alloc fault %llu (warm %d): %s", (unsigned long long)k, warm, bad);
     }
     for (uint64_t k = 1; k <= n.copies; k++) {
-        const char *bad = fault_once(backend, HG_FAULT_COPY, k, warm, false);
+        const char *bad = fault_once(&at, HG_FAULT_COPY, k);
         if (bad)
             TEST_FAIL_("copy fault %llu (warm %d): %s", (unsigned long long)k, warm, bad);
     }
@@ -198,29 +205,36 @@ TEST_EACH_BACKEND(every_allocation_and_copy_of_a_later_bgemm_run_can_fail_cleanl
 #define MAX_COMPLETIONS 256u
 
 /* fail_complete at every k of a run, until it no longer fires. */
-static void sweep_complete(const char *backend, bool warm, bool resident)
+static void sweep_complete(const setup *at)
 {
-    counts n = measure(backend, warm, resident);
+    counts n = measure(at);
     uint64_t k = 1;
     for (; k <= MAX_COMPLETIONS; k++) {
-        const char *bad = fault_once(backend, HG_FAULT_COMPLETE, k, warm, resident);
+        const char *bad = fault_once(at, HG_FAULT_COMPLETE, k);
         if (bad == not_fired)
             break;
         if (bad)
-            TEST_FAIL_("completion fault %llu (warm %d, resident %d): %s", (unsigned long long)k,
-                       warm, resident, bad);
+            TEST_FAIL_("%s, completion fault %llu (warm %d, resident %d): %s", at->scene,
+                       (unsigned long long)k, at->warm, at->resident, bad);
     }
-    printf("     warm %d, resident %d: %llu operations\n", warm, resident,
+    printf("     %s, warm %d, resident %d: %llu operations\n", at->scene, at->warm, at->resident,
            (unsigned long long)(k - 1));
     ASSERT_UGE(k - 1, n.allocs + n.copies);
     ASSERT_ULE(k, MAX_COMPLETIONS); /* it stopped firing */
 }
 
+/* bgemm (INOUT C) and vector_add (OUT c: a fill poisons its slice). */
 TEST_EACH_BACKEND(every_copy_fill_and_poisoning_that_fails_at_completion_fails_the_run_cleanly)
 {
-    for (int warm = 0; warm < 2; warm++)
-        for (int resident = 0; resident < 2; resident++)
-            sweep_complete(backend, warm, resident);
+    static const char *const scenes[2] = {"bgemm", "vector_add"};
+    for (int sc = 0; sc < 2; sc++) {
+        for (int warm = 0; warm < 2; warm++) {
+            for (int resident = 0; resident < 2; resident++) {
+                const setup at = {backend, scenes[sc], warm, resident};
+                sweep_complete(&at);
+            }
+        }
+    }
 }
 
 /* The spec keys fail_alloc=K and fail_copy=K fail the same step of a first
@@ -238,7 +252,7 @@ static void keyed_run(const char *backend, const char *key, uint64_t k, keyed_ou
     memset(out, 0, sizeof *out);
     out->rc = out->next_rc = 1;
     hg_device *dev = test_device_on(backend, keys);
-    scene_case *c = make_bgemm();
+    scene_case *c = make_case("bgemm");
     hg_runner *r;
     if (dev != NULL && c != NULL && hg_runner_open(dev, &r) == 0) {
         out->rc = run_once(r, c, NULL);
@@ -253,7 +267,8 @@ static void keyed_run(const char *backend, const char *key, uint64_t k, keyed_ou
 TEST(fault_keys_fail_the_same_step_on_every_backend_as_on_the_sim)
 {
     static const char *const keys[3] = {"fail_alloc", "fail_copy", "fail_complete"};
-    counts n = measure("sim", false, false);
+    const setup sim_first = {"sim", "bgemm", false, false};
+    counts n = measure(&sim_first);
     ASSERT_UGT(n.copies, 0);
     for (int kind = 0; kind < 3; kind++) {
         uint64_t steps = kind == 0 ? n.allocs : kind == 1 ? n.copies : n.allocs + n.copies;
