@@ -1,11 +1,13 @@
 /*
  * conformance_test.c: one device suite over every backend (IREE's hal/cts):
  * allocation and its counters, copies and their ranges, batches, fills,
- * fault injection, capacity and address ranges, each run against every
- * spec in test_backends.  A backend this machine lacks prints "skipped: no
- * OpenCL platform" (HG_REQUIRE_OPENCL=1 makes that a failure).  What only
- * one backend does is in a test named after it (sim_test.c, opencl_*).
+ * fault injection (at submit and at completion), capacity and address ranges, each run against
+ * every spec in test_backends.  A backend this machine lacks prints "skipped: no OpenCL platform"
+ * (HG_REQUIRE_OPENCL=1 makes that a failure).  What only one backend does is in a test named after
+ * it (sim_test.c, opencl_*).
  */
+#include <string.h>
+
 #include "device/device.h"
 #include "test_device.h"
 #include "testlib.h"
@@ -184,6 +186,48 @@ BACKEND_TEST(injected_faults_fail_once_and_count_nothing, "mem=64M,fail_alloc=2,
     ASSERT_UEQ(counters(dev).h2d_copies, 2);
     hg_devbuf_free(dev, a);
     hg_devbuf_free(dev, b);
+}
+
+/* fail_complete=K: the K-th copied range, fill or new memory's poisoning
+ * is accepted and completes with an error: the call fails, that range's
+ * bytes did not move, the ranges before it did and are counted, and a
+ * failed poisoning undoes its allocation.  Then the fault is spent. */
+BACKEND_TEST(a_command_that_fails_at_completion_fails_its_call, "mem=64M,fail_complete=1")
+{
+    hg_devaddr a, b;
+    unsigned char ones[64], twos[64], back[64];
+    memset(ones, 1, sizeof ones);
+    memset(twos, 2, sizeof twos);
+    ASSERT_EQ(hg_devbuf_malloc(dev, 64, &a), HG_EDEVMEM); /* its poisoning failed */
+    ASSERT_UEQ(counters(dev).allocs, 0);
+    ASSERT_UEQ(counters(dev).live_bytes, 0);
+    ASSERT_OK(hg_devbuf_malloc(dev, 64, &a));
+    ASSERT_OK(hg_devbuf_malloc(dev, 64, &b));
+    ASSERT_OK(hg_devbuf_copy_to(dev, a, ones, 64));
+    ASSERT_OK(hg_devbuf_copy_to(dev, b, ones, 64));
+    device_copy list[2] = {{twos, a, 64}, {twos, b, 64}};
+    size_t done = 9;
+    const uint64_t before = counters(dev).h2d_copies;
+    ASSERT_OK(hg_device_inject_fault(dev, HG_FAULT_COMPLETE, 2));
+    ASSERT_EQ(device_copy_batch(dev, true, list, 2, NULL, &done), HG_ECOPY);
+    ASSERT_UEQ(done, 1);
+    ASSERT_UEQ(counters(dev).h2d_copies, before + 1);
+    ASSERT_OK(hg_devbuf_copy_from(dev, back, b, 64));
+    ASSERT_UEQ(back[0], 1); /* stale: the failed command moved nothing */
+    ASSERT_OK(hg_devbuf_copy_from(dev, back, a, 64));
+    ASSERT_UEQ(back[63], 2);
+    ASSERT_OK(hg_device_inject_fault(dev, HG_FAULT_COMPLETE, 1));
+    ASSERT_EQ(device_fill(dev, b, 7, 64), HG_ECOPY);
+    ASSERT_OK(hg_devbuf_copy_from(dev, back, b, 64));
+    ASSERT_UEQ(back[10], 1);
+    ASSERT_OK(device_fill(dev, b, 7, 64)); /* spent */
+    ASSERT_OK(hg_devbuf_copy_from(dev, back, b, 64));
+    ASSERT_UEQ(back[10], 7);
+    ASSERT_OK(hg_device_inject_fault(dev, HG_FAULT_COMPLETE, 1));
+    ASSERT_EQ(hg_devbuf_copy_from(dev, back, a, 64), HG_ECOPY);
+    hg_devbuf_free(dev, a);
+    hg_devbuf_free(dev, b);
+    ASSERT_UEQ(counters(dev).live_bytes, 0);
 }
 
 BACKEND_TEST(capacity_is_a_routine_failure, "mem=1M")
