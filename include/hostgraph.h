@@ -237,7 +237,10 @@ typedef enum hg_core_type { HG_CORE_CUBE = 0, HG_CORE_VECTOR = 1, HG_CORE_ANY = 
  * once.  Their copies and allocations proceed concurrently (a new
  * allocation is poisoned holding no lock, so a large one stalls no copy);
  * their graphs take turns on the cores (one executes at a time, the others
- * wait for it).
+ * wait for it).  A run in flight, host steps included, holds up no
+ * allocation, free or copy of another thread on the same device, nor an
+ * eviction, a runner's close or an hg_hostbuf_destroy, on every backend;
+ * another runner's run evicts what it must at bind, then waits its turn.
  */
 int hg_device_open(const char *spec, hg_device **out, char *errbuf, size_t errlen);
 /* Frees all device memory still allocated and stops the core threads.

@@ -21,7 +21,10 @@
  *     lock at all, so one large allocation stalls no copy or allocation;
  *   - every lock a backend takes on a copy or allocation path goes through
  *     the device_* lock calls below, which count the locks each thread
- *     holds (device_locks_held: what the test of the rule above checks);
+ *     holds (device_locks_held: what the test of the rule above checks),
+ *     and keeps the lock order (locks.c): device.c calls no backend op
+ *     holding a lock of its own, and a run (run_cores, queue_begin to
+ *     queue_end) holds no lock that malloc, free, copy or fill take;
  *   - close frees everything, live allocations included.
  * Backends never touch counters or faults: device.c counts only successes.
  *

@@ -30,7 +30,11 @@
  *     to count it (or return its reservation) once the backend is done.
  *     The backend's malloc reserves an address range under its own lock;
  *     prepare (poisoning, which for 512 MiB takes seconds) runs holding no
- *     lock, so copies and allocations of other threads go on meanwhile.
+ *     lock, so copies and allocations of other threads go on meanwhile;
+ *   - a free calls the backend's free first and counts under the lock
+ *     after (live_bytes counts the allocation until then: a concurrent
+ *     allocation may find the capacity short, never over-committed).  No
+ *     backend call is made holding dev->lock: the lock order (locks.c).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -60,46 +64,6 @@ struct hg_device {
     void *alloc_hook_ctx;
     atomic_uint_least64_t locked_prepare_bytes; /* tests only: must stay 0 */
 };
-
-/* ------------------------------------------------------------------ locks */
-
-/* Locks this thread holds, device.c's and the backends' together. */
-static _Thread_local unsigned device_lock_depth;
-
-void device_mutex_lock(pthread_mutex_t *m)
-{
-    pthread_mutex_lock(m);
-    device_lock_depth++;
-}
-
-void device_mutex_unlock(pthread_mutex_t *m)
-{
-    device_lock_depth--;
-    pthread_mutex_unlock(m);
-}
-
-void device_rwlock_rdlock(pthread_rwlock_t *l)
-{
-    pthread_rwlock_rdlock(l);
-    device_lock_depth++;
-}
-
-void device_rwlock_wrlock(pthread_rwlock_t *l)
-{
-    pthread_rwlock_wrlock(l);
-    device_lock_depth++;
-}
-
-void device_rwlock_unlock(pthread_rwlock_t *l)
-{
-    device_lock_depth--;
-    pthread_rwlock_unlock(l);
-}
-
-unsigned device_locks_held(void)
-{
-    return device_lock_depth;
-}
 
 /* ---------------------------------------------------------- open / close */
 
@@ -342,19 +306,21 @@ static int device_release(hg_device *dev, hg_devaddr addr, bool user, hg_device_
         return HG_EINVAL;
     size_t bytes = 0;
     uint64_t span = 0;
-    device_mutex_lock(&dev->lock);
+    /* The backend first, holding no lock of ours (the lock order, at the
+     * top of this file): its free may wait for its table's readers. */
     int rc = dev->ops->free(dev->state, addr, user, &bytes);
-    if (rc == 0) {
-        device_span(bytes, &span); /* cannot fail: the allocation had a span */
-        dev->counters.frees++;
-        dev->counters.live_bytes -= span;
-        if (tally != NULL) {
-            tally->frees++;
-            tally->live_bytes -= span < tally->live_bytes ? span : tally->live_bytes;
-        }
+    if (rc != 0)
+        return rc;
+    device_span(bytes, &span); /* cannot fail: the allocation had a span */
+    device_mutex_lock(&dev->lock);
+    dev->counters.frees++;
+    dev->counters.live_bytes -= span;
+    if (tally != NULL) {
+        tally->frees++;
+        tally->live_bytes -= span < tally->live_bytes ? span : tally->live_bytes;
     }
     device_mutex_unlock(&dev->lock);
-    return rc;
+    return 0;
 }
 
 int device_free(hg_device *dev, hg_devaddr addr, hg_device_counters *tally)

@@ -23,10 +23,18 @@
  * capacity allows) and rounded to HG_DEVICE_ALIGN; freed addresses come back.
  *
  * The allocation table (alloc_table.h, shared with the sim) is read under
- * the read lock (copies and runs hold it while their commands are in
- * flight, so a concurrent free waits) and changed under the write lock.
- * clCreateBuffer runs with no lock held: the range is reserved first as a
- * pending entry, and is nobody else's until malloc returns.
+ * the read lock and changed under the write lock, each held only briefly
+ * (the lock order: locks.c).  A launch (opencl_run.c) holds the read lock
+ * from its args' lookup to its enqueue, never for its run; a copy holds it
+ * until its transfer-queue commands are done, and that queue holds nothing
+ * that waits for a run or for the host.  A free takes its entry out under
+ * the write lock and releases its cl_mems after, with no lock held: OpenCL
+ * keeps a cl_mem that an enqueued command uses until that command is done
+ * (OpenCL 1.2, clReleaseMemObject; PoCL retains it per command), so a free
+ * during a run that uses the memory never waits for the run, and the
+ * memory goes after its last use.  clCreateBuffer runs with no lock held:
+ * the range is reserved first as a pending entry, and is nobody else's
+ * until malloc returns.
  *
  * Queues.  Copies, fills and poisoning go to one in-order transfer queue,
  * each command with its event, and every call waits for its commands and
@@ -173,7 +181,8 @@ static int ocl_free(void *state, hg_devaddr addr, bool user, size_t *bytes)
     if (!found)
         return HG_ENOTFOUND;
     *bytes = gone.size;
-    /* OpenCL frees it once the commands that use it are done. */
+    /* No lock held: OpenCL frees it once the commands that use it are done
+     * (the top of this file). */
     ocl_mem_release(s, gone.mem);
     return 0;
 }

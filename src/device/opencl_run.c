@@ -23,16 +23,19 @@
  * an in-order queue, or a driver whose out-of-order queue runs in order,
  * never holds a kernel behind a host step it does not depend on.
  *
- * Runs.  queue_begin takes run_lock (a cl_kernel's args are per kernel
- * object, so two runs must not set them at once) and the table's read lock
- * (a concurrent free waits for the run), and zeroes one status word per
- * task after a marker on the transfer queue (the transfer queue's earlier
- * commands come first, with no host wait); each launch sets the args and enqueues
- * an NDRange; queue_end is the run's one wait: a blocking read of the
- * status words that waits on every task's event.  Then it releases both
- * locks.  The status buffer, its host copy and the event array belong to
- * the device, grow geometrically, and their transfers are not counted:
- * they are the runtime's, not the run's.
+ * Runs.  queue_begin takes run_lock, the device's turn (a cl_kernel's args
+ * are per kernel object, so two runs must not set them at once; nothing
+ * but another run's queue_begin takes it), and zeroes one status word per
+ * task after a marker on the transfer queue (the poisoning of new memory
+ * comes first, with no host wait); each launch looks its args up, sets
+ * them and enqueues an NDRange under the table's read lock, and lets go:
+ * the command holds its cl_mems from then on (opencl.c's top), so a free
+ * or an allocation from another thread never waits for the run, and the
+ * run's host steps never wait for them (the lock order: locks.c);
+ * queue_end is the run's one wait: a blocking read of the status words
+ * that waits on every task's event.  Then it releases run_lock.  The status buffer, its host copy
+ * and the event array belong to the device, grow geometrically, and their transfers are not
+ * counted: they are the runtime's, not the run's.
  *
  * Times.  A traced run (queue_begin's `profile`) uses a second set of run
  * queues made with CL_QUEUE_PROFILING_ENABLE at the first traced run, so an
@@ -176,7 +179,6 @@ int opencl_queue_begin(void *state, uint32_t ntasks, bool profile, hg_err *e)
 {
     ocl_dev *s = state;
     pthread_mutex_lock(&s->run_lock);
-    device_rwlock_rdlock(&s->table_lock);
     s->profiling = profile;
     s->profiled_runs += profile;
     s->launched = 0;
@@ -192,7 +194,7 @@ int opencl_queue_begin(void *state, uint32_t ntasks, bool profile, hg_err *e)
     }
     if (rc == 0 && (rc = ocl_begin_event(s, ntasks > 0 ? ntasks : 1)) != 0)
         err_set(e, rc, "%s", opencl_errmsg());
-    return rc; /* queue_end releases the locks, whatever happened */
+    return rc; /* queue_end releases run_lock, whatever happened */
 }
 
 /* Whether task t of this run has an event (was launched). */
@@ -358,12 +360,17 @@ int opencl_launch(void *state, const device_task *t, hg_err *e)
     cl_uint nwait = 0;
     size_t work = 0;
     rc = ocl_work_items(t->args, t->nargs, &work, e);
+    /* The table's read lock from the args' lookup to the enqueue only: the
+     * enqueued command holds its cl_mems from then on (the top of this file). */
+    device_rwlock_rdlock(&s->table_lock);
     if (rc == 0)
         rc = ocl_set_args(s, k, t, e);
     if (rc == 0)
         rc = ocl_wait_list(s, t, &nwait, e);
-    if (rc != 0)
+    if (rc != 0) {
+        device_rwlock_unlock(&s->table_lock);
         return rc;
+    }
     cl_command_queue q = ocl_queue_of(s, t->task);
     cl_event *ev = &s->events[t->task];
     if (work == 0) /* nothing to run; a marker keeps the order for its waiters */
@@ -371,6 +378,7 @@ int opencl_launch(void *state, const device_task *t, hg_err *e)
     else
         rc = OCL_CALL(s->api, HG_EKERNEL, clEnqueueNDRangeKernel, q, k, 1, NULL, &work, NULL, nwait,
                       s->waits, ev);
+    device_rwlock_unlock(&s->table_lock);
     if (rc != 0)
         return err_set(e, rc, "%s", opencl_errmsg());
     s->launched++;
@@ -523,7 +531,6 @@ int opencl_queue_end(void *state, uint32_t ntasks, device_queue_result *res, hg_
     s->begin = NULL;
     s->launched = 0;
     s->run_tasks = 0;
-    device_rwlock_unlock(&s->table_lock);
     pthread_mutex_unlock(&s->run_lock);
     return rc;
 }
