@@ -221,7 +221,10 @@ typedef enum hg_core_type { HG_CORE_CUBE = 0, HG_CORE_VECTOR = 1, HG_CORE_ANY = 
  * naming the task and the arg.  OpenCL is loaded at
  * open (libOpenCL.so.1, with dlopen): a machine without it gets HG_EUNSUPPORTED
  * and a message naming the library.  OpenCL device memory has no host
- * pointer; kernels run from their OpenCL slot (hg_kernel).
+ * pointer; kernels run from their OpenCL slot (hg_kernel).  Each open OpenCL
+ * device has its own window of addresses, and a process holds at most 4096
+ * open OpenCL devices: the next open fails (HG_ENOMEM, its message naming
+ * the limit) until one is closed.
  * Whole numbers are decimal without a leading zero ("cores=04" is refused, not
  * read as 4).  On error returns HG_EINVAL and, if errbuf is not NULL, writes a
  * one-line message naming the bad key or value.

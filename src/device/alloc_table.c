@@ -138,3 +138,27 @@ bool alloc_table_remove(alloc_table *t, hg_devaddr a, alloc_entry *out)
     t->n--;
     return true;
 }
+
+bool alloc_window_take(alloc_windows *w, uint32_t *window)
+{
+    bool ok = false;
+    pthread_mutex_lock(&w->lock);
+    for (uint32_t n = 0; n < ALLOC_WINDOWS && !ok; n++) {
+        uint32_t i = (w->next + n) % ALLOC_WINDOWS;
+        if (w->held[i / 64] & (1ull << (i % 64)))
+            continue;
+        w->held[i / 64] |= 1ull << (i % 64);
+        w->next = (i + 1) % ALLOC_WINDOWS;
+        *window = i;
+        ok = true;
+    }
+    pthread_mutex_unlock(&w->lock);
+    return ok;
+}
+
+void alloc_window_give(alloc_windows *w, uint32_t window)
+{
+    pthread_mutex_lock(&w->lock);
+    w->held[window / 64] &= ~(1ull << (window % 64));
+    pthread_mutex_unlock(&w->lock);
+}

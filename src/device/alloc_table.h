@@ -17,6 +17,16 @@
  * and remove are O(n) (the first-fit scan and the sorted memmove), fine for
  * the hundreds of allocations a runner holds and the few it makes after its
  * first round.
+ *
+ * Address windows.  Each backend also keeps one process-wide table of the
+ * windows of its address range that open devices hold (alloc_windows: the
+ * sim's regions, OpenCL's windows), so no two open devices ever hand out
+ * the same address.  Windows are taken round robin, so a closed device's
+ * window comes back only after every other one was taken: an address kept
+ * from a closed device is not soon valid on a new one.  Take is O(1) while
+ * the next window in turn is free and O(ALLOC_WINDOWS) at worst (a scan of
+ * 4096 bits); give is O(1).  When every window is held, take says so and
+ * the open fails (HG_ENOMEM) until a device closes.
  */
 #ifndef HG_DEVICE_ALLOC_TABLE_H
 #define HG_DEVICE_ALLOC_TABLE_H
@@ -71,5 +81,25 @@ alloc_entry *alloc_table_insert(alloc_table *t, const alloc_entry *e);
 alloc_entry *alloc_table_at(alloc_table *t, hg_devaddr a);
 /* Removes the entry starting exactly at a into *out; false if none. */
 bool alloc_table_remove(alloc_table *t, hg_devaddr a, alloc_entry *out);
+
+/* Windows per backend: open devices at once, per backend and process. */
+#define ALLOC_WINDOWS 4096u
+
+typedef struct alloc_windows {
+    pthread_mutex_t lock;
+    uint64_t held[ALLOC_WINDOWS / 64]; /* bit w: window w is an open device's */
+    uint32_t next;                     /* the next one in turn */
+} alloc_windows;
+
+#define ALLOC_WINDOWS_INIT                                                                         \
+    {                                                                                              \
+        PTHREAD_MUTEX_INITIALIZER, {0}, 0                                                          \
+    }
+
+/* Takes the next free window in turn into *window; false when all
+ * ALLOC_WINDOWS are held. */
+bool alloc_window_take(alloc_windows *w, uint32_t *window);
+/* Gives back a window alloc_window_take returned. */
+void alloc_window_give(alloc_windows *w, uint32_t window);
 
 #endif

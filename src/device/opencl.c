@@ -15,12 +15,15 @@
  * NULL: device memory has no host pointer here, and a host view of device
  * memory stays the named error HG_ENOHOSTVIEW above.
  *
- * Addresses.  Each opened OpenCL device takes its own window of the
- * non-canonical range OCL_BASE + slot * OCL_WINDOW (slot: a process-wide
- * counter), so no address of one device is ever valid on another, nor on a
- * sim device (0xD000...).  Inside its window, ranges are first fit over twice
- * the capacity (address space only: fragmentation never refuses what the
- * capacity allows) and rounded to HG_DEVICE_ALIGN; freed addresses come back.
+ * Addresses.  Each open OpenCL device holds its own window of the
+ * non-canonical range OCL_BASE + w * OCL_WINDOW, w taken from a
+ * process-wide table of held windows (ocl_windows, alloc_table.h: round
+ * robin, given back at close), so no address of one open device is ever
+ * valid on another, nor on a sim device (0xD000...); with every window held
+ * the next open fails, naming the limit.  Inside its window, ranges are
+ * first fit over twice the capacity (address space only: fragmentation
+ * never refuses what the capacity allows) and rounded to HG_DEVICE_ALIGN;
+ * freed addresses come back.
  *
  * The allocation table (alloc_table.h, shared with the sim) is read under
  * the read lock and changed under the write lock, each held only briefly
@@ -44,18 +47,18 @@
  * earlier commands through an event, not a host wait.
  */
 #ifdef HG_HAVE_OPENCL
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "device/opencl_dev.h"
 
-#define OCL_BASE    0xC000000000000000ull /* non-canonical on x86-64 */
-#define OCL_WINDOW  (1ull << 44)          /* 16 TiB of addresses per device */
-#define OCL_WINDOWS 256u                  /* windows before slots wrap around */
-#define OCL_POISON  0xA5                  /* as the sim: new memory is garbage */
+#define OCL_BASE   0xC000000000000000ull /* non-canonical on x86-64 */
+#define OCL_WINDOW (1ull << 44)          /* 16 TiB of addresses per device */
+#define OCL_POISON 0xA5                  /* as the sim: new memory is garbage */
 
-static atomic_uint ocl_next_slot;
+/* The windows open OpenCL devices hold, process-wide: ALLOC_WINDOWS of
+ * OCL_WINDOW bytes span 2^56 addresses, all inside 0xC0... */
+static alloc_windows ocl_windows = ALLOC_WINDOWS_INIT;
 
 /* ------------------------------------------------------------ table */
 
@@ -377,6 +380,8 @@ static void ocl_close(void *state)
     if (s->ctx != NULL)
         s->api->clReleaseContext(s->ctx);
     alloc_table_free(&s->table);
+    if (s->base != 0)
+        alloc_window_give(&ocl_windows, s->slot);
     pthread_mutex_destroy(&s->run_lock);
     pthread_mutex_destroy(&s->prog_lock);
     pthread_rwlock_destroy(&s->table_lock);
@@ -429,8 +434,13 @@ static int ocl_query(ocl_dev *s, device_config *cfg)
     cfg->ncores = cus > 0 ? cus : 1;
     if (cfg->mem_bytes > OCL_WINDOW / 2)
         cfg->mem_bytes = OCL_WINDOW / 2;
+    if (!alloc_window_take(&ocl_windows, &s->slot))
+        return opencl_fail(HG_ENOMEM,
+                           "opencl: all %u address windows are held: a process holds at most "
+                           "%u open OpenCL devices; close one first",
+                           ALLOC_WINDOWS, ALLOC_WINDOWS);
     s->window = 2 * alloc_table_align(cfg->mem_bytes);
-    s->base = OCL_BASE + (uint64_t)(atomic_fetch_add(&ocl_next_slot, 1) % OCL_WINDOWS) * OCL_WINDOW;
+    s->base = OCL_BASE + (uint64_t)s->slot * OCL_WINDOW;
     alloc_table_init(&s->table, s->base, s->window);
     return 0;
 }

@@ -48,8 +48,9 @@ typedef struct ocl_dev {
     uint32_t nqueues;      /* queues per set */
     uint64_t max_alloc;    /* CL_DEVICE_MAX_MEM_ALLOC_SIZE, or the max_alloc= cap */
     uint64_t piece;        /* max_alloc rounded down to HG_DEVICE_ALIGN */
-    hg_devaddr base;       /* this device's address window */
-    uint64_t window;
+    hg_devaddr base;       /* this device's address window (0: none held yet) */
+    uint64_t window;       /* its bytes */
+    uint32_t slot;         /* its index in opencl.c's table of held windows */
     pthread_rwlock_t table_lock;
     alloc_table table; /* entries' mem: their ocl_mem */
     /* Programs, built once per source text (opencl_prog.c). */

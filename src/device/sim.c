@@ -90,7 +90,7 @@
 #define SIM_REGION_SHIFT 48
 #define SIM_REGION_BYTES (1ull << SIM_REGION_SHIFT)
 #define SIM_FIRST_REGION 0xD000u
-#define SIM_REGIONS      4096u
+#define SIM_REGIONS      ALLOC_WINDOWS
 
 struct sim;
 
@@ -475,34 +475,15 @@ static bool sim_start_cores(sim *s, const device_config *cfg)
 
 /* Which regions open devices hold, process-wide: the one piece of state the
  * sim shares between devices, because addresses must differ between them. */
-static pthread_mutex_t sim_regions_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t sim_regions_used[SIM_REGIONS / 64];
-static uint32_t sim_regions_next; /* round robin: a freed region comes back last */
+static alloc_windows sim_regions = ALLOC_WINDOWS_INIT;
 
 /* Takes the next free region; false if all SIM_REGIONS are held. */
 static bool sim_region_take(sim *s)
 {
-    bool ok = false;
-    pthread_mutex_lock(&sim_regions_lock);
-    for (uint32_t n = 0; n < SIM_REGIONS && !ok; n++) {
-        uint32_t r = (sim_regions_next + n) % SIM_REGIONS;
-        if (sim_regions_used[r / 64] & (1ull << (r % 64)))
-            continue;
-        sim_regions_used[r / 64] |= 1ull << (r % 64);
-        sim_regions_next = (r + 1) % SIM_REGIONS;
-        s->region = r;
-        s->base = (hg_devaddr)(SIM_FIRST_REGION + r) << SIM_REGION_SHIFT;
-        ok = true;
-    }
-    pthread_mutex_unlock(&sim_regions_lock);
-    return ok;
-}
-
-static void sim_region_give(const sim *s)
-{
-    pthread_mutex_lock(&sim_regions_lock);
-    sim_regions_used[s->region / 64] &= ~(1ull << (s->region % 64));
-    pthread_mutex_unlock(&sim_regions_lock);
+    if (!alloc_window_take(&sim_regions, &s->region))
+        return false;
+    s->base = (hg_devaddr)(SIM_FIRST_REGION + s->region) << SIM_REGION_SHIFT;
+    return true;
 }
 
 /* Whether addr lies in this device's region (allocated or not). */
@@ -527,7 +508,7 @@ static void sim_close(void *state)
         munmap(s->arena, s->arena_bytes);
     }
     if (s->base != 0)
-        sim_region_give(s);
+        alloc_window_give(&sim_regions, s->region);
     alloc_table_free(&s->table);
     free(s->cores);
     pthread_cond_destroy(&s->core_done);

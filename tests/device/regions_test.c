@@ -3,7 +3,9 @@
  * addresses (hostgraph.h: "no two open devices hand out the same one"), all
  * non-canonical on x86-64; a closed device's region comes back only after
  * every other; at most 4096 devices are open at once, and the next open
- * fails with HG_ENOMEM until one closes.
+ * fails with HG_ENOMEM until one closes.  The same for OpenCL's address
+ * windows: however many devices open and close while one stays open, none
+ * hands out its addresses, and its address is refused by every other.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,26 +64,86 @@ TEST(devices_hand_out_disjoint_non_canonical_addresses)
         hg_device_close(d[i]);
 }
 
+/* Opens devices of `spec` until one is refused, which must be HG_ENOMEM
+ * (its message into msg) at exactly MAX_OPEN (other tests' devices are
+ * closed); once one closes, the next open succeeds. */
+static void open_to_the_limit(const char *spec, char *msg, size_t len)
+{
+    hg_device **d = calloc(MAX_OPEN + 1, sizeof *d);
+    ASSERT(d != NULL);
+    int opened = 0, rc = 0;
+    while (opened <= MAX_OPEN && rc == 0)
+        if ((rc = hg_device_open(spec, &d[opened], msg, len)) == 0)
+            opened++;
+    int reopened = -1;
+    if (opened > 0) {
+        hg_device_close(d[0]);
+        reopened = hg_device_open(spec, &d[0], NULL, 0);
+    }
+    for (int i = reopened == 0 ? 0 : 1; i < opened; i++)
+        hg_device_close(d[i]);
+    free(d);
+    ASSERT_EQ(rc, HG_ENOMEM);
+    ASSERT_EQ(opened, MAX_OPEN);
+    ASSERT_OK(reopened);
+}
+
 TEST(at_most_4096_devices_are_open_at_once)
 {
 #ifdef UNDER_TSAN
     printf("     skipped under ThreadSanitizer (4096 core threads take minutes)\n");
     return;
 #endif
-    hg_device **d = calloc(MAX_OPEN + 1, sizeof *d);
-    ASSERT(d != NULL);
-    int opened = 0, rc = 0;
-    while (opened <= MAX_OPEN && rc == 0)
-        if ((rc = hg_device_open("sim:cores=1,mem=4K", &d[opened], NULL, 0)) == 0)
-            opened++;
-    ASSERT_EQ(rc, HG_ENOMEM);
-    ASSERT_LE(opened, MAX_OPEN); /* other tests' devices are closed: exactly the limit */
-    ASSERT_EQ(opened, MAX_OPEN);
-    hg_device_close(d[0]);
-    ASSERT_OK(hg_device_open("sim:cores=1,mem=4K", &d[0], NULL, 0));
-    for (int i = 0; i < opened; i++)
-        hg_device_close(d[i]);
-    free(d);
+    char msg[256];
+    open_to_the_limit("sim:cores=1,mem=4K", msg, sizeof msg);
+}
+
+/* While A stays open, 4095 devices open and close (the issue's repro was
+ * 255: windows wrapped at 256), then B opens: none shares A's window, B's
+ * addresses differ from A's and B refuses A's address. */
+TEST(opencl_windows_are_never_shared_while_a_device_is_open)
+{
+    if (!test_backend_available(1))
+        return;
+    hg_device *a = test_device_open("opencl:mem=1M");
+    ASSERT(a != NULL);
+    hg_devaddr at_a, at_b;
+    ASSERT_OK(hg_devbuf_malloc(a, 1000, &at_a));
+    for (int i = 0; i < MAX_OPEN - 1; i++) {
+        hg_device *d = test_device_open("opencl:mem=1M");
+        ASSERT(d != NULL);
+        hg_devaddr x;
+        ASSERT_OK(hg_devbuf_malloc(d, 1000, &x));
+        if (x == at_a ||
+            device_addr_lookup(d, at_a, &(hg_devaddr){0}, &(size_t){0}) != DEVICE_ADDR_FOREIGN)
+            TEST_FAIL_("device %d opened after A hands out A's address 0x%llx", i + 1,
+                       (unsigned long long)at_a);
+        hg_device_close(d);
+    }
+    hg_device *b = test_device_open("opencl:mem=1M");
+    ASSERT(b != NULL);
+    ASSERT_OK(hg_devbuf_malloc(b, 1000, &at_b));
+    ASSERT(at_b != at_a);
+    const char bytes[16] = "from B";
+    ASSERT_EQ(hg_devbuf_copy_to(b, at_a, bytes, sizeof bytes), HG_ERANGE);
+    ASSERT_EQ(hg_devbuf_copy_from(b, (char[16]){0}, at_a, 16), HG_ERANGE);
+    ASSERT_EQ(hg_devbuf_free(b, at_a), HG_ENOTFOUND);
+    ASSERT_OK(hg_devbuf_copy_to(a, at_a, bytes, sizeof bytes));
+    ASSERT_OK(hg_devbuf_copy_to(b, at_b, bytes, sizeof bytes));
+    hg_device_close(b);
+    hg_device_close(a);
+}
+
+/* With every window held, the next open fails naming the limit, and
+ * succeeds again once one device closes. */
+TEST(at_most_4096_opencl_devices_are_open_at_once)
+{
+    if (!test_backend_available(1))
+        return;
+    char msg[256] = "";
+    open_to_the_limit("opencl:mem=4K", msg, sizeof msg);
+    ASSERT_STR_CONTAINS(msg, "all 4096 address windows are held");
+    ASSERT_STR_CONTAINS(msg, "at most 4096 open OpenCL devices");
 }
 
 int main(void)
