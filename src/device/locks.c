@@ -29,7 +29,10 @@
  *      taken under it.
  * 3 and 4 never nest: device.c takes dev->lock before or after a backend
  * call, never around one (a free: the backend's free, then the count).
- * No completion callback or host step takes a lock that its run holds.
+ * The backends register no completion callbacks, and a host step's helper
+ * takes only 3 and 4, for its copies; no thread holds 3 or 4 across a wait
+ * for a run's commands or host steps.  So nothing a run waits for (its
+ * commands, its host steps) ever waits, through a lock, for the run.
  */
 #include <pthread.h>
 

@@ -6,6 +6,8 @@
 #ifndef HG_DEVICE_OPENCL_DEV_H
 #define HG_DEVICE_OPENCL_DEV_H
 
+#include <stdatomic.h>
+
 #include "device/alloc_table.h"
 #include "device/opencl.h"
 
@@ -70,8 +72,10 @@ typedef struct ocl_dev {
     uint32_t dirty;     /* bit per run queue: commands since its last flush */
     cl_event *waits;    /* one launch's wait list */
     uint32_t waits_cap;
-    bool profiling;         /* this run's queue set */
-    uint64_t profiled_runs; /* runs that used it (device_debug_profiled_runs) */
+    bool profiling; /* this run's queue set */
+    /* Runs that used it (device_debug_profiled_runs), read with no lock:
+     * nothing but a run takes run_lock (locks.c). */
+    atomic_uint_least64_t profiled_runs;
     cl_event begin;         /* the status words' fill: every root task waits on it */
     uint64_t begin_host_ns; /* the host clock when `begin` was enqueued */
 } ocl_dev;

@@ -117,7 +117,7 @@ static int ocl_flush_for(ocl_dev *s, uint32_t qi)
 uint64_t opencl_profiled_runs(void *state)
 {
     ocl_dev *s = state;
-    return opencl_read_locked(&s->run_lock, &s->profiled_runs);
+    return atomic_load(&s->profiled_runs);
 }
 
 /* ---------------------------------------------------------------- runs */
@@ -180,7 +180,7 @@ int opencl_queue_begin(void *state, uint32_t ntasks, bool profile, hg_err *e)
     ocl_dev *s = state;
     pthread_mutex_lock(&s->run_lock);
     s->profiling = profile;
-    s->profiled_runs += profile;
+    atomic_fetch_add(&s->profiled_runs, profile);
     s->launched = 0;
     s->run_tasks = 0;
     s->begin = NULL;
