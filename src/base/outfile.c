@@ -6,6 +6,12 @@
  * (".NAME.PID-N.tmp" beside the target), so it is ours to remove; the target
  * itself is never removed or truncated unless it is a non-regular file the
  * user named (a pipe or a device, written as such).
+ *
+ * A replaced file keeps what its owner set: the temporary file takes the
+ * target's permission bits and, where the process may (root, or a group the
+ * user is in), its owner and group, before a byte is written, so a 0600
+ * report is never readable by others, not even while it is being written.
+ * A new file gets 0666 less the umask, as any file the user creates.
  */
 #define _XOPEN_SOURCE 700 /* realpath */
 #include "base/outfile.h"
@@ -25,8 +31,20 @@ static int why_errno(char *why, size_t whylen, const char *what, int err)
     return -1;
 }
 
-/* Opens a new file beside target under a name nobody else uses. */
-static int open_tmp(outfile *of, char *why, size_t whylen)
+/* Gives the temporary file the replaced file's owner (where permitted:
+ * chown needs privilege, chgrp a group of ours) and mode; the owner first,
+ * as a chown clears set-id bits. */
+static int keep_owner_and_mode(int fd, const struct stat *old)
+{
+    if (fchown(fd, old->st_uid, old->st_gid) != 0 && fchown(fd, (uid_t)-1, old->st_gid) != 0 &&
+        errno != EPERM)
+        return -1;
+    return fchmod(fd, old->st_mode & 07777);
+}
+
+/* Opens a new file beside target under a name nobody else uses; old is the
+ * regular file it will replace, or NULL. */
+static int open_tmp(outfile *of, const struct stat *old, char *why, size_t whylen)
 {
     static atomic_uint serial;
     const char *slash = strrchr(of->target, '/');
@@ -39,12 +57,13 @@ static int open_tmp(outfile *of, char *why, size_t whylen)
         unsigned n = atomic_fetch_add(&serial, 1);
         snprintf(of->tmp, len, "%.*s.%s.%ld-%u.tmp", (int)dirlen, of->target, of->target + dirlen,
                  (long)getpid(), n);
-        int fd = open(of->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        /* Owner-only until it has the old file's mode. */
+        int fd = open(of->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, old != NULL ? 0600 : 0666);
         if (fd < 0 && errno == EEXIST)
             continue;
         if (fd < 0)
             break;
-        of->f = fdopen(fd, "w");
+        of->f = old == NULL || keep_owner_and_mode(fd, old) == 0 ? fdopen(fd, "w") : NULL;
         if (of->f != NULL)
             return 0;
         int err = errno;
@@ -77,13 +96,14 @@ int outfile_open(outfile *of, const char *path, char *why, size_t whylen)
     if (of->target == NULL && (of->target = strdup(path)) == NULL)
         return why_errno(why, whylen, "", ENOMEM);
     int err = 0;
-    if (stat(of->target, &st) == 0 && !S_ISREG(st.st_mode)) {
+    bool exists = stat(of->target, &st) == 0;
+    if (exists && !S_ISREG(st.st_mode)) {
         /* A pipe or a device is written as it is; a directory cannot be. */
         of->f = S_ISDIR(st.st_mode) ? NULL : fopen(of->target, "w");
         err = S_ISDIR(st.st_mode) ? EISDIR : errno;
         if (of->f != NULL)
             return 0;
-    } else if (open_tmp(of, why, whylen) == 0) {
+    } else if (open_tmp(of, exists ? &st : NULL, why, whylen) == 0) {
         return 0;
     } else {
         err = -1; /* open_tmp said why */

@@ -8,7 +8,9 @@
  * and no partial file.  A target that exists and is not a regular file (a
  * pipe, a device such as /dev/null, a terminal) is written directly and is
  * never removed; "-" means standard output.  The only path ever removed is
- * the temporary file this code created.
+ * the temporary file this code created.  The replacement keeps the old
+ * file's permission bits, and its owner and group where the process may set
+ * them; a new file gets 0666 less the umask.
  *
  * Opening is the check: a report's path is opened before any work is done,
  * so a path that cannot be written is reported at once, with the OS error.

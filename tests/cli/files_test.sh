@@ -58,6 +58,42 @@ check "a good write leaves no temporary file" no_temp "$TMP/keep"
 check "--json into a pipe: exit 0" test "${PIPESTATUS[0]}" -eq 0
 check "--json into a pipe: the report arrives" grep -q '"scene": "vector_add"' "$TMP/piped"
 
+# ---- issue 25 item 13: a report written over a file keeps its mode (and
+# its group, here one of ours), for --json, --trace and --svg alike; a new
+# file gets the umask's mode.
+mkdir "$TMP/mode"
+for m in 600 444 640; do
+    for flag in json trace; do
+        f="$TMP/mode/$m.$flag"
+        echo OLD >"$f"
+        chmod "$m" "$f"
+        expect_rc "--$flag over a $m file" 0 run vector_add --param n=100 "--$flag" "$f"
+        check "--$flag over a $m file: the mode stays $m (got $(stat -c %a "$f"))" \
+            test "$(stat -c %a "$f")" = "$m"
+        check "--$flag over a $m file: replaced" test "$(head -c 3 "$f")" != OLD
+    done
+done
+echo OLD >"$TMP/mode/old.svg"
+chmod 600 "$TMP/mode/old.svg"
+expect_rc "--svg over a 600 file" 0 compare vector_add --param n=100 --svg "$TMP/mode/old.svg"
+check "--svg over a 600 file: the mode stays 600" test "$(stat -c %a "$TMP/mode/old.svg")" = 600
+if [ "$(id -G | wc -w)" -gt 1 ]; then
+    g=$(id -G | cut -d' ' -f2)
+    echo OLD >"$TMP/mode/group.json"
+    chgrp "$g" "$TMP/mode/group.json"
+    expect_rc "--json over a file of group $g" 0 run vector_add --param n=100 \
+        --json "$TMP/mode/group.json"
+    check "--json over a file of group $g: the group stays" \
+        test "$(stat -c %g "$TMP/mode/group.json")" = "$g"
+fi
+(
+    umask 027
+    exec "$HG" run vector_add --param n=100 --json "$TMP/mode/new.json"
+) >/dev/null 2>&1
+check "a new report gets 0666 less the umask (027: 640, got $(stat -c %a "$TMP/mode/new.json"))" \
+    test "$(stat -c %a "$TMP/mode/new.json")" = 640
+check "keeping modes leaves no temporary file" no_temp "$TMP/mode"
+
 # ---- item 2: an output path that cannot be written is found before round 1:
 # exit 2, one line naming the flag, the path and the OS error
 for flag in json trace; do
