@@ -77,6 +77,13 @@ static void write_json(FILE *f, const scene_run_opts *o, const mode_run *m, cons
     scene_report_write_params(f, o->scene, o->params);
     fprintf(f, ",\n  \"repeat\": %u", o->repeat > 0 ? o->repeat : 1);
     fprintf(f, ",\n  \"interrupted\": %s", interrupted ? "true" : "false");
+    char why[256];
+    compare_no_verdict(o, m, why, sizeof why);
+    fputs(",\n  \"no_verdict\": ", f);
+    if (*why != '\0')
+        json_write_string(f, why);
+    else
+        fputs("null", f);
     fputs(",\n  \"modes\": {", f);
     for (int i = 0; i < SCENE_RESIDENCY_COUNT && m[i].rep.scene != NULL; i++) {
         fprintf(f, "%s\n    ", i ? "," : "");
@@ -94,8 +101,25 @@ static void summarize(const scene_run_opts *o, mode_run *m)
         m[i].rep.later = scene_spread_of(m[i].later, m[i].nlater);
         m[i].rep.repeat = o->repeat > 0 ? o->repeat : 1;
     }
-    for (int i = 0; i < SCENE_RESIDENCY_COUNT; i++)
+    for (int i = 0; i < SCENE_RESIDENCY_COUNT; i++) {
         m[i].rep.verdict = scene_verdict(&m[i].rep.later, &m[0].rep.later);
+        m[i].rep.compared = true;
+    }
+}
+
+void compare_no_verdict(const scene_run_opts *o, const mode_run *m, char *why, size_t len)
+{
+    uint32_t fewest = SCENE_MAX_REPEAT;
+    for (int i = 0; i < SCENE_RESIDENCY_COUNT && m[i].rep.scene != NULL; i++)
+        fewest = m[i].rep.later.n < fewest ? m[i].rep.later.n : fewest;
+    *why = '\0';
+    if (fewest >= SCENE_VERDICT_MIN_REPEAT)
+        return;
+    snprintf(why, len,
+             "no verdict: a mode measured %u time%s (--repeat %u) has no spread to tell a change "
+             "from noise; a verdict needs --repeat %d or more",
+             fewest, fewest == 1 ? "" : "s", o->repeat > 0 ? o->repeat : 1,
+             SCENE_VERDICT_MIN_REPEAT);
 }
 
 /* The table and the files, of the modes run (all, unless interrupted). */

@@ -18,7 +18,11 @@ typedef struct mode_run {
     uint32_t nlater;
 } mode_run;
 
-/* The table: a header line saying how to read it, then a row per mode run. */
+/* Why the modes have no verdict (fewer than SCENE_VERDICT_MIN_REPEAT
+ * measurements of some mode) into why, or "" when they have one. */
+void compare_no_verdict(const scene_run_opts *o, const mode_run *m, char *why, size_t len);
+/* The table: a header line saying how to read it, then a row per mode run
+ * and, when there is no verdict, a line saying why. */
 void compare_print_table(FILE *f, const scene_run_opts *o, const mode_run *m);
 /* The SVG: each mode's wall time per round (the first repeat). */
 void compare_write_svg(FILE *f, const scene_run_opts *o, const mode_run *m);

@@ -72,6 +72,10 @@ void compare_print_table(FILE *f, const scene_run_opts *o, const mode_run *m)
             fprintf(f, "%-*s  ", width[c], cells[r][c]);
         fprintf(f, "%s\n", cells[r][COLS - 1]);
     }
+    char why[256];
+    compare_no_verdict(o, m, why, sizeof why);
+    if (*why != '\0')
+        fprintf(f, "%s\n", why);
 }
 
 /* ------------------------------------------------------------------ SVG */

@@ -295,9 +295,12 @@ void scene_report_write_object(FILE *f, const scene_report *r, int indent)
         json_write_number(f, spread[i].value);
         fputc(',', f);
     }
-    if (r->verdict != NULL) {
+    if (r->compared) {
         field(f, in, "verdict");
-        json_write_string(f, r->verdict);
+        if (r->verdict != NULL)
+            json_write_string(f, r->verdict);
+        else
+            fputs("null", f);
         fputc(',', f);
     }
     field(f, in, "interrupted");

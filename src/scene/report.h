@@ -11,7 +11,7 @@
 #include "scene/scene.h"
 
 /* The JSON report's shape: bumped when a field changes meaning or goes. */
-#define SCENE_REPORT_SCHEMA 1
+#define SCENE_REPORT_SCHEMA 2
 
 typedef struct scene_round {
     hg_run_stats stats;
@@ -41,6 +41,7 @@ typedef struct scene_report {
     uint32_t repeat, warmup; /* the rounds ran `repeat` times after `warmup` rounds */
     scene_spread later;      /* later_avg_ms over the repeats */
     const char *verdict;     /* compare: against off ("within noise", ...); NULL: none */
+    bool compared;           /* compare's: "verdict" is written (null when none) */
     bool interrupted;        /* stopped early on request (SIGINT, a cancel call) */
     hg_err error;            /* the runtime error that stopped the rounds; code 0 if none */
     /* --tp, on rank 0: every rank's rounds, rank after rank, nrounds each

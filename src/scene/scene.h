@@ -317,8 +317,11 @@ typedef struct scene_spread {
 
 /* The spread of values[0..n) (NaNs skipped; at most SCENE_MAX_REPEAT). */
 scene_spread scene_spread_of(const double *values, uint32_t n);
-/* "faster" or "slower" when mode's spread lies wholly below or above off's,
- * "within noise" when they overlap, "n/a" when either is empty. */
+/* The fewest samples a side that a verdict is given from. */
+#define SCENE_VERDICT_MIN_REPEAT 3
+/* "faster" or "slower" when mode's spread lies apart below or above off's,
+ * "within noise" when they overlap; NULL (no verdict) when either side has
+ * fewer than SCENE_VERDICT_MIN_REPEAT samples. */
 const char *scene_verdict(const scene_spread *mode, const scene_spread *off);
 
 /* Process exit codes of `hostgraph run`. */

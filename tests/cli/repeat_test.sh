@@ -42,6 +42,28 @@ for mode, m in r["modes"].items():
     assert m["verdict"] == want, (mode, m["verdict"], want)
 PY
 
+# ---- issue 25 item 16: with fewer than 3 repeats a mode has no verdict
+# (a single pair of runs printed "pin +1.2% slower"): the table says n/a and
+# why, the JSON has "verdict": null and "no_verdict" saying why.
+for n in 1 2; do
+    expect_rc "compare --repeat $n" 0 compare vector_add --param n=1000 --repeat "$n" \
+        --json "$TMP/cmp$n.json"
+    check "compare --repeat $n: no verdict in the table" \
+        test "$(grep -Ec '(faster|slower|within noise)$' "$TMP/out")" -eq 0
+    check "compare --repeat $n: every mode's verdict is n/a" \
+        test "$(grep -Ec '^(off|pin|in|all) .* n/a$' "$TMP/out")" -eq 4
+    check "compare --repeat $n: the table says why" \
+        grep -q "^no verdict: a mode measured $n time.* a verdict needs --repeat 3 or more" "$TMP/out"
+    check "compare --repeat $n: JSON verdicts null, no_verdict says why" python3 - "$TMP/cmp$n.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert all(m["verdict"] is None for m in r["modes"].values()), r["modes"]
+assert "--repeat 3" in r["no_verdict"], r["no_verdict"]
+PY
+done
+check "compare at its defaults: no_verdict is null" python3 -c '
+import json, sys; assert json.load(open(sys.argv[1]))["no_verdict"] is None' "$TMP/cmp.json"
+
 expect_rc "run --repeat 3 --warmup 2" 0 run vector_add --param n=1000 --rounds 3 --repeat 3 \
     --warmup 2 --json "$TMP/run.json"
 check "run: the summary has the median and spread" grep -Eq 'median [0-9.]+ ms \(min [0-9.]+, max [0-9.]+, 3 repeats\)' \
@@ -49,6 +71,7 @@ check "run: the summary has the median and spread" grep -Eq 'median [0-9.]+ ms \
 check "run JSON: repeat and the spread at the top level" python3 - "$TMP/run.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
+assert "verdict" not in r, r  # run compares nothing
 assert r["repeat"] == 3 and r["warmup"] == 2, r
 assert len(r["rounds"]) == 3
 assert 0 <= r["later_avg_ms_min"] <= r["later_avg_ms_median"] <= r["later_avg_ms_max"]

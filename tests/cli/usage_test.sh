@@ -90,7 +90,7 @@ check "JSON: schema, version, device, kernels, host" python3 - "$TMP/prov.json" 
 import json, os, sys
 r = json.load(open(sys.argv[1]))
 version = open(sys.argv[2]).read().split()[1]
-assert r["schema"] == 1 and r["hostgraph_version"] == version, r
+assert r["schema"] == 2 and r["hostgraph_version"] == version, r
 assert r["device"].startswith("sim:cores="), r["device"]
 assert r["kernels"] in ("avx512bf16", "portable"), r["kernels"]
 h = r["host"]
@@ -103,7 +103,7 @@ check "JSON: HG_KERNELS=portable says portable" python3 -c '
 import json, sys; assert json.load(open(sys.argv[1]))["kernels"] == "portable"' "$TMP/port.json"
 expect_rc "compare for provenance" 0 compare vector_add --param n=100 --json "$TMP/cprov.json"
 check "compare JSON: schema and host at the top" python3 -c '
-import json, sys; r = json.load(open(sys.argv[1])); assert r["schema"] == 1 and r["host"]["cores"] > 0' \
+import json, sys; r = json.load(open(sys.argv[1])); assert r["schema"] == 2 and r["host"]["cores"] > 0' \
     "$TMP/cprov.json"
 
 finish

@@ -614,7 +614,13 @@ TEST(verdict_is_within_noise_when_spreads_overlap)
     ASSERT_STR_CONTAINS(scene_verdict(&s, &off), "within noise");
     s = scene_spread_of(empty, 1);
     ASSERT_UEQ(s.n, 0);
-    ASSERT_STR_CONTAINS(scene_verdict(&s, &off), "n/a");
+    ASSERT(scene_verdict(&s, &off) == NULL);
+    /* Fewer than 3 samples a side give no verdict, however far apart. */
+    s = scene_spread_of(above, 2);
+    ASSERT(scene_verdict(&s, &off) == NULL);
+    scene_spread one = scene_spread_of(below, 1);
+    ASSERT(scene_verdict(&one, &one) == NULL);
+    ASSERT(scene_verdict(&off, &one) == NULL);
     const double even[4] = {4, 1, 3, 2};
     ASSERT(scene_spread_of(even, 4).median == 2.5);
 }
