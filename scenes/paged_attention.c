@@ -285,6 +285,12 @@ static int pa_make(const int64_t *params, scene_case *c, hg_err *err)
     int rc = dims_from(params, &d, err);
     if (rc != 0)
         return rc;
+    /* What runs, for the report: the preset's values for its 0s (scene.h). */
+    const size_t ran[] = {
+        [P_BATCH] = d.batch, [P_HEADS] = d.heads,     [P_KV_HEADS] = d.kv_heads, [P_HEAD_DIM] = d.d,
+        [P_BLOCK] = d.block, [P_CONTEXT] = d.context, [P_CHUNK] = d.chunk};
+    for (uint32_t i = P_BATCH; i < sizeof ran / sizeof ran[0]; i++)
+        c->params[i] = (int64_t)ran[i];
     size_t sq[3] = {d.batch, d.heads, d.d}, sc[4] = {d.num_blocks, d.block, d.kv_heads, d.d};
     size_t st[2] = {d.batch, d.max_blocks}, sl[1] = {d.batch};
     uint64_t cache = (uint64_t)d.num_blocks * d.block * d.kv_heads * d.d * 2;

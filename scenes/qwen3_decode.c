@@ -308,6 +308,17 @@ static void q3_destroy(scene_case *c)
     c->state = NULL;
 }
 
+/* The case's params as they ran: each 0 that stood for the preset's value
+ * replaced by that value (scene.h, make). */
+static void record_params(scene_case *c, const qwen3_dims *d)
+{
+    c->params[P_LAYERS] = (int64_t)d->layers;
+    c->params[P_CONTEXT] = (int64_t)d->context;
+    c->params[P_ROPE_LEN] = (int64_t)d->rope_len;
+    c->params[P_BLOCK] = (int64_t)d->block;
+    c->params[P_CHUNK] = (int64_t)d->chunk;
+}
+
 static int q3_make(const int64_t *params, scene_case *c, hg_err *err)
 {
     qwen3_state *st = calloc(1, sizeof *st);
@@ -315,6 +326,8 @@ static int q3_make(const int64_t *params, scene_case *c, hg_err *err)
         return err_set(err, HG_ENOMEM, "qwen3_decode: out of host memory");
     c->state = st;
     int rc = dims_from(params, &st->dims, err);
+    if (rc == 0) /* what runs, for the report: the preset's values for its 0s */
+        record_params(c, &st->dims);
     if (rc != 0 || (rc = check_memory(&st->dims, err)) != 0 ||
         (rc = add_tensors(c, &st->dims, err)) != 0)
         return rc;

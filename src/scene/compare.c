@@ -56,7 +56,6 @@ static int run_mode(const scene_run_opts *base, scene_case *c, scene_residency m
     }
     const uint64_t start = clock_now_ns();
     int rc = scene_run_rounds(&o, dev, c, NULL, rounds, rep);
-    rep->params = base->params; /* o is this function's: it is gone by the report */
     rep->overall_ms = (double)(clock_now_ns() - start) / 1e6;
     snprintf(device, devlen, "%s", hg_device_spec(dev));
     rep->device = device;
@@ -74,7 +73,7 @@ static void write_json(FILE *f, const scene_run_opts *o, const mode_run *m, cons
     fputs(",\n  \"device\": ", f);
     json_write_string(f, device);
     fputs(",\n  \"params\": ", f);
-    scene_report_write_params(f, o->scene, o->params);
+    scene_report_write_params(f, o->scene, m[0].rep.params != NULL ? m[0].rep.params : o->params);
     fprintf(f, ",\n  \"repeat\": %u", o->repeat > 0 ? o->repeat : 1);
     fprintf(f, ",\n  \"interrupted\": %s", interrupted ? "true" : "false");
     char why[256];

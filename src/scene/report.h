@@ -21,8 +21,8 @@ typedef struct scene_round {
 
 typedef struct scene_report {
     const scene *scene;
-    const int64_t *params;
-    const char *device; /* the device's normalized spec */
+    const int64_t *params; /* the case's, resolved (no preset placeholders) */
+    const char *device;    /* the device's normalized spec */
     scene_residency residency;
     bool verify;
     bool replay; /* --replay: the table gains a "replayed" column */

@@ -357,7 +357,7 @@ int scene_run_rounds(const scene_run_opts *o, hg_device *dev, scene_case *c, hg_
     hg_runner_close(l.runner);
     scene_snapshot_free(&l.initial);
     *rep = (scene_report){.scene = o->scene,
-                          .params = o->params,
+                          .params = c->params, /* resolved: what ran */
                           .device = hg_device_spec(dev),
                           .residency = o->residency,
                           .verify = o->verify,

@@ -70,7 +70,7 @@ typedef bool (*scene_check_fn)(const scene_case *c, scene_check_result *res);
 
 struct scene_case {
     const scene *scene;
-    int64_t params[SCENE_MAX_PARAMS];
+    int64_t params[SCENE_MAX_PARAMS]; /* as resolved by make(): what runs */
     hg_arg args[SCENE_MAX_ARGS];
     uint32_t nargs;
     hg_callable callable;
@@ -88,7 +88,10 @@ struct scene {
     const char *description; /* one line */
     const scene_param *params;
     uint32_t nparams;
-    /* Fills an empty case (args, callable, checks) from validated params. */
+    /* Fills an empty case (args, callable, checks) from validated params.
+     * c->params starts as a copy of params; make() writes there the value
+     * it used for each param whose 0 stands for the preset's (a report's
+     * params say what ran, not the placeholder). */
     int (*make)(const int64_t *params, scene_case *c, hg_err *err);
     /* Frees c->state; NULL when the scene keeps none.  Buffers, args and
      * goldens are freed by scene_case_destroy. */
