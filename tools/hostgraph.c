@@ -4,8 +4,10 @@
  *
  * Exit codes (issue 2's contract): 0 every round's golden passed or was
  * skipped, 1 a golden check failed, 2 a usage error (a --json or --trace path
- * that cannot be written is one, found before any round runs), 3 a runtime
- * error, 130 stopped by SIGINT or SIGTERM.
+ * that cannot be written is one, found before any round runs; so is a
+ * --device spec that is malformed or names a device this machine lacks, on
+ * every backend: scene_device_open_exit), 3 a runtime error, 130 stopped by
+ * SIGINT or SIGTERM.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -25,7 +27,7 @@
 #endif
 
 static const char usage_text[] =
-    "usage: hostgraph list\n"
+    "usage: hostgraph list [SCENE]\n"
     "       hostgraph devices\n"
     "       hostgraph run SCENE [--rounds N] [--repeat N] [--warmup N]\n"
     "                 [--residency off|pin|in|all] [--verify] [--replay] [--skip-golden]\n"
@@ -39,11 +41,12 @@ static const char usage_text[] =
     "       hostgraph --version\n";
 
 static const char list_help_text[] =
-    "usage: hostgraph list\n"
+    "usage: hostgraph list [SCENE]\n"
     "\n"
-    "Prints one line per scene: its name, what it computes, and its params with their\n"
-    "defaults, as KEY=VALUE.  A param whose 0 means \"the preset's value\" shows as\n"
-    "KEY=preset.  hostgraph run --help explains every param.\n";
+    "Without SCENE, prints one line per scene: its name, what it computes, and its params\n"
+    "with their defaults, as KEY=VALUE.  A param whose 0 means \"the preset's value\"\n"
+    "shows as KEY=preset.  With SCENE, prints that scene and, per param, its default, its\n"
+    "range (or its names) and what it sets.\n";
 
 static const char run_help_text[] =
     "Runs SCENE for N rounds on a device and prints a row per round and a summary.\n"
@@ -69,8 +72,12 @@ static const char run_help_text[] =
     "  --skip-golden       do not compare outputs with the golden reference\n"
     "  --param KEY=VALUE   set a scene param: an integer, or a name where the param has\n"
     "                      names (preset=real); repeatable\n"
-    "  --device SPEC       sim, sim:cores=N, sim:cube=C,vector=V, plus mem=, link_gbps=,\n"
-    "                      fail_alloc=K, fail_copy=K (default sim)\n"
+    "  --device SPEC       where the rounds run (default sim; hostgraph devices lists them):\n"
+    "                        sim, sim:cores=N or sim:cube=C,vector=V, plus mem=, link_gbps=\n"
+    "                        opencl, opencl:platform=P,device=D, plus mem=, queues=N\n"
+    "                      and on either fail_alloc=K, fail_copy=K (fault injection: the\n"
+    "                      K-th allocation or copy fails); a malformed spec or a device\n"
+    "                      this machine lacks is a usage error\n"
     "  --json FILE         write the per-round report as JSON\n"
     "  --trace FILE        write a Chrome trace-event JSON (opens in Perfetto)\n"
     "                      (both paths are checked before the first round)\n"
@@ -135,13 +142,13 @@ static void print_params(FILE *f, const scene *s, bool verbose)
         }
         if (p->values != NULL) {
             /* A named param takes its names only: list them, not a range. */
-            fprintf(f, "    %-8s default %s, one of", p->name, def != NULL ? def : "?");
+            fprintf(f, "    %-12s default %s, one of", p->name, def != NULL ? def : "?");
             for (const scene_param_value *v = p->values; v->name != NULL; v++)
                 fprintf(f, "%s %s", v == p->values ? "" : ",", v->name);
             fprintf(f, ": %s\n", p->help);
         } else {
-            fprintf(f, "    %-8s default %s%lld, range [%lld, %lld]: %s%s%s\n", p->name,
-                    def != NULL ? "preset, " : "", (long long)p->def, (long long)p->min,
+            fprintf(f, "    %-12s default %lld%s, range [%lld, %lld]: %s%s%s\n", p->name,
+                    (long long)p->def, def != NULL ? " (the preset's)" : "", (long long)p->min,
                     (long long)p->max, p->help, p->alias ? "; also spelled " : "",
                     p->alias ? p->alias : "");
         }
@@ -161,6 +168,23 @@ static int cmd_list(void)
         print_params(stdout, s, false);
         printf("]\n");
     }
+    return 0;
+}
+
+/* `list SCENE`: the scene's line, then a line per param with its help. */
+static int cmd_list_scene(const char *name)
+{
+    const scene *s = scene_find(name);
+    if (s == NULL) {
+        const scene *near = scene_suggest(name);
+        char msg[512];
+        snprintf(msg, sizeof msg, "unknown scene '%s'%s%s%s", name,
+                 near != NULL ? "; did you mean '" : " (hostgraph list shows them)",
+                 near != NULL ? near->name : "", near != NULL ? "'?" : "");
+        return usage_error("%s", msg);
+    }
+    printf("%s: %s\nparams (--param KEY=VALUE):\n", s->name, s->description);
+    print_params(stdout, s, true);
     return 0;
 }
 
@@ -516,9 +540,9 @@ int main(int argc, char **argv)
             fputs(list_help_text, stdout);
             return 0;
         }
-        if (argc > 2)
-            return usage_error("list takes no arguments (got '%s')", argv[2]);
-        return cmd_list();
+        if (argc > 3)
+            return usage_error("list takes one scene at most (got '%s')", argv[3]);
+        return argc == 3 ? cmd_list_scene(argv[2]) : cmd_list();
     }
     if (strcmp(cmd, "devices") == 0) {
         if (argc > 2)

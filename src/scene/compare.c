@@ -220,7 +220,7 @@ static int make_case(const scene_run_opts *o, scene_case **c)
     int rc = hg_device_open(o->device_spec ? o->device_spec : "sim", &probe, msg, sizeof msg);
     if (rc != 0) {
         fprintf(o->err, "hostgraph: %s\n", *msg ? msg : hg_strerror(rc));
-        return rc == HG_EINVAL ? SCENE_EXIT_USAGE : SCENE_EXIT_RUNTIME;
+        return scene_device_open_exit(rc);
     }
     hg_device_close(probe);
     rc = scene_case_make(o->scene, o->params, c, &err);

@@ -198,6 +198,29 @@ typedef struct round_loop {
     uint64_t golden_ns; /* the golden checks, together */
 } round_loop;
 
+/* Appends to msg, when the --device spec injects faults of the kind that
+ * failed (fail_alloc= an allocation, fail_copy= or fail_complete= a copy),
+ * that the fault was injected: "out of device memory" alone sends a user
+ * looking for memory that was never short.  The normalized spec drops these
+ * keys, so this reads the spec as given. */
+static void note_injected(char *msg, size_t len, int code, const char *spec)
+{
+    static const struct {
+        const char *key;
+        int code;
+    } faults[] = {
+        {"fail_alloc=", HG_EDEVMEM}, {"fail_copy=", HG_ECOPY}, {"fail_complete=", HG_ECOPY}};
+    for (size_t i = 0; spec != NULL && i < sizeof faults / sizeof faults[0]; i++) {
+        const char *at = strstr(spec, faults[i].key);
+        if (code != faults[i].code || at == NULL || (at != spec && strchr(":,", at[-1]) == NULL))
+            continue;
+        size_t used = strlen(msg);
+        snprintf(msg + used, len - used, " (an injected fault: %.*s in --device '%s')",
+                 (int)strcspn(at, ","), at, spec);
+        return;
+    }
+}
+
 /* Records a runtime error for the report and prints it as one line.
  * Returns SCENE_EXIT_RUNTIME. */
 static int loop_fail(const scene_run_opts *o, round_loop *l, int code, const char *fmt, ...)
@@ -216,6 +239,7 @@ static int loop_fail(const scene_run_opts *o, round_loop *l, int code, const cha
         snprintf(l->fail.msg + used, sizeof l->fail.msg - used, " (device '%s': %.*s bytes)",
                  l->device, (int)strcspn(mem, ","), mem);
     }
+    note_injected(l->fail.msg, sizeof l->fail.msg, code, o->device_spec);
     if (!l->mute)
         fprintf(o->err, "hostgraph: %s\n", l->fail.msg);
     return SCENE_EXIT_RUNTIME;
@@ -446,8 +470,7 @@ static int open_and_make(const scene_run_opts *o, hg_device **dev, scene_case **
             fprintf(o->err, "hostgraph: %s\n", msg);
         else
             fprintf(o->err, "hostgraph: cannot open device '%s'\n", spec);
-        /* A spec the device cannot parse is a bad --device value: usage. */
-        return rc == HG_EINVAL ? SCENE_EXIT_USAGE : SCENE_EXIT_RUNTIME;
+        return scene_device_open_exit(rc);
     }
     hg_err err;
     err_clear(&err);
@@ -464,6 +487,11 @@ static int open_and_make(const scene_run_opts *o, hg_device **dev, scene_case **
     /* Params that do not fit together (a context past the rope table, a
      * layer count the host cannot hold) are bad command-line values. */
     return rc == HG_EINVAL || rc == HG_ERANGE ? SCENE_EXIT_USAGE : SCENE_EXIT_RUNTIME;
+}
+
+int scene_device_open_exit(int rc)
+{
+    return rc == HG_EINVAL || rc == HG_ENOTFOUND ? SCENE_EXIT_USAGE : SCENE_EXIT_RUNTIME;
 }
 
 int scene_run(const scene_run_opts *o)

@@ -336,6 +336,14 @@ enum {
     SCENE_EXIT_INTERRUPTED = 130 /* stopped by o->cancel: 128 + SIGINT, as shells say */
 };
 
+/* The exit code of a --device that hg_device_open refused with rc: a usage
+ * error (2) when the spec is malformed (HG_EINVAL: an unknown key, a bad
+ * value) or names what this machine does not have (HG_ENOTFOUND: an OpenCL
+ * platform or device index past the last, no OpenCL platform at all), as a
+ * sim spec's bad value is; a runtime error (3) when the device exists but
+ * cannot start (memory, the driver). */
+int scene_device_open_exit(int rc);
+
 /* Checks the output paths, opens the device, makes the case and runs it
  * (scene_run_case).  Returns a SCENE_EXIT_* code; a runtime error is one line
  * on o->err. */

@@ -75,11 +75,48 @@ check "compare: no table for a bad path" test ! -s "$TMP/out"
 expect_rc "residency bogus" 2 run vector_add --residency sometimes
 expect_rc "missing flag value" 2 run vector_add --rounds
 expect_rc "two scenes" 2 run vector_add bgemm
-expect_rc "list with an argument" 2 list extra
+# issue 25 item 19: a bad device spec is a usage error on every backend: a
+# malformed sim spec, half of cube=/vector= (refused at parse, naming the
+# key: cube=1 alone ran with no vector core and failed at round 1), and an
+# OpenCL platform or device this machine lacks (exit 3 before).
+expect_rc "sim spec with a bad key" 2 run vector_add --device sim:bogus=1
+expect_rc "sim:cube=1 alone" 2 run vector_add --device sim:cube=1
+check "sim:cube=1: names the key and the missing one" grep -q "cube=1 without vector=" "$TMP/err"
+check "sim:cube=1: no round ran" test ! -s "$TMP/out"
+expect_rc "sim:vector=2 alone" 2 run bgemm --device sim:vector=2
+check "sim:vector=2: names the key" grep -q "vector=2 without cube=" "$TMP/err"
+expect_rc "compare sim:cube=1 alone" 2 compare vector_add --device sim:cube=1
+expect_rc "sim:cube=1,vector=0 stays a spec" 3 run vector_add --device sim:cube=1,vector=0
+if "$HG" devices | grep -q '^opencl:platform='; then
+    for spec in opencl:device=9 opencl:platform=9; do
+        expect_rc "$spec (not on this machine)" 2 run vector_add --device "$spec"
+        check "$spec: says what the machine has" grep -q "has [0-9]* OpenCL\|OpenCL platform 0 has" \
+            "$TMP/err"
+        expect_rc "compare $spec" 2 compare vector_add --device "$spec"
+    done
+else
+    echo "     skipped: opencl:device=9 (no OpenCL device listed)"
+fi
+expect_rc "run --help for --device" 0 run --help
+check "--device help names opencl" grep -q "opencl:platform=P,device=D" "$TMP/out"
+check "--device help names the fault keys" grep -q "fail_alloc=K, fail_copy=K" "$TMP/out"
+
+expect_rc "list with an unknown scene" 2 list extra
+check "list extra: names the scene" grep -q "unknown scene 'extra'" "$TMP/err"
+expect_rc "list with two scenes" 2 list bgemm vector_add
 
 # ---- runtime errors: exit 3, one line
 expect_rc "device alloc fault" 3 run bgemm --device sim:fail_alloc=1
 check "runtime error is one line" test "$(wc -l <"$TMP/err")" -eq 1
+check "an injected alloc fault says so (item 19)" \
+    grep -q "out of device memory (an injected fault: fail_alloc=1 in --device 'sim:fail_alloc=1')" \
+    "$TMP/err"
+expect_rc "device copy fault, named" 3 run bgemm --device sim:cores=2,fail_copy=2
+check "an injected copy fault says so" grep -q "(an injected fault: fail_copy=2 in --device" \
+    "$TMP/err"
+expect_rc "a real shortage names mem=, not a fault" 3 run bgemm --param grid=8 --param tile=128 \
+    --device sim:mem=64K
+check "a real shortage: no injected fault" test "$(grep -c "injected" "$TMP/err")" -eq 0
 expect_rc "device copy fault" 3 run vector_add --param n=1000 --device sim:fail_copy=1
 # bgemm makes 5 copies a round (A, B, C, config in; C back): the 6th is round 2's
 # first upload, and round 1's trace must still be written

@@ -61,6 +61,25 @@ assert len(starts) == 1, starts
 PY
 expect_rc "list --help exits 0" 0 list --help
 check "list --help says what list prints" grep -q "hostgraph list" "$TMP/out"
+# issue 25 item 19: list SCENE shows the scene's params with their help,
+# defaults and ranges (list bgemm was refused); a typo gets a suggestion.
+expect_rc "list bgemm exits 0" 0 list bgemm
+check "list bgemm: the scene's line" grep -q '^bgemm: C += A x B' "$TMP/out"
+check "list bgemm: grid's default, range and help" \
+    grep -Eq '^    grid +default 4, range \[1, 16\]: tiles per side' "$TMP/out"
+check "list bgemm: a line per param" test "$(grep -c '^    [a-z_]* *default' "$TMP/out")" -eq 3
+expect_rc "list qwen3_decode exits 0" 0 list qwen3_decode
+check "list qwen3_decode: a named param lists its names" \
+    grep -Eq '^    preset +default tiny, one of tiny, real: ' "$TMP/out"
+check "list qwen3_decode: a preset's 0 says so" \
+    grep -Eq "^    layers +default 0 \(the preset's\), range \[0, 40\]: decoder layers" "$TMP/out"
+for s in $("$HG" list | cut -d' ' -f1); do
+    check "list $s: every param has its line" \
+        test "$("$HG" list "$s" | grep -c '^    [a-z_]* *default')" -eq \
+        "$("$HG" list | grep "^$s " | sed 's/.*\[//' | wc -w)"
+done
+expect_rc "list bgem: a typo" 2 list bgem
+check "list bgem: suggests bgemm" grep -q "did you mean 'bgemm'" "$TMP/err"
 
 # ---- columns as wide as their widest value
 expect_rc "compare for widths" 0 compare vector_add --param n=100 --rounds 3
