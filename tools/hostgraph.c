@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,8 +108,9 @@ static const char run_help_text[] =
     "per round per mode.\n"
     "\n"
     "Ctrl-C (SIGINT) or SIGTERM stops after the current round (a second one stops the\n"
-    "run in flight, a third exits at once): the summary and the reports cover the rounds\n"
-    "done, marked \"interrupted\".\n"
+    "run in flight, a third exits at once), each acknowledged on stderr: the summary and\n"
+    "the reports cover the rounds done, marked \"interrupted\" (a stop while the case\n"
+    "is being made waits for it, then runs no round: first round n/a, first_ms null).\n"
     "\n"
     "Exit codes: 0 golden passed or skipped, 1 golden failed, 2 usage error (including a\n"
     "--json or --trace path that cannot be written, reported before any round runs),\n"
@@ -387,7 +389,29 @@ static bool is_stdout(const char *path)
 typedef struct signal_watch {
     sigset_t set;
     scene_cancel *cancel;
+    atomic_bool mute; /* --tp, rank > 0: rank 0 says it */
 } signal_watch;
+
+/* Says at once, on stderr, what the key just did: a stop that waits for a
+ * round (or for the case being made) must not look like an ignored key.
+ * On a terminal the line first clears a progress line it would run into. */
+static void acknowledge(const signal_watch *w, int sig, uint32_t n)
+{
+    const char *key = sig == SIGINT ? "Ctrl-C" : "SIGTERM";
+    if (atomic_load(&w->mute) || n >= 3)
+        return;
+    fprintf(stderr, "%shostgraph: ", isatty(STDERR_FILENO) ? "\r\033[K" : "");
+    if (n == 1)
+        fprintf(stderr,
+                "interrupted (%s): stopping before the next round; %s again stops the round in "
+                "flight\n",
+                key, key);
+    else
+        fprintf(stderr,
+                "interrupted again (%s): stopping the round in flight; once more exits at once, "
+                "without reports\n",
+                key);
+}
 
 static void *watch_signals(void *arg)
 {
@@ -396,8 +420,10 @@ static void *watch_signals(void *arg)
         int sig = 0;
         if (sigwait(&w->set, &sig) != 0)
             continue;
-        if (scene_cancel_request(w->cancel) >= 3)
+        uint32_t n = scene_cancel_request(w->cancel);
+        if (n >= 3)
             _exit(SCENE_EXIT_INTERRUPTED);
+        acknowledge(w, sig, n);
     }
     return NULL;
 }
@@ -425,7 +451,7 @@ static bool catch_signals(signal_watch *w, scene_cancel *cancel)
  * thread started, so MPI's threads inherit the blocked signals).  Rank 0
  * prints and writes the reports; the other ranks print only their own
  * errors. */
-static int run_tp(run_args *ra)
+static int run_tp(run_args *ra, signal_watch *watch)
 {
 #ifdef HG_HAVE_MPI
     static tp_job job; /* the ranks' callbacks point into it during the run */
@@ -435,6 +461,7 @@ static int run_tp(run_args *ra)
     FILE *devnull = NULL;
     ra->opts.tp = &job.tp;
     if (job.tp.rank != 0) {
+        atomic_store(&watch->mute, true);
         devnull = fopen("/dev/null", "w");
         ra->opts.out = devnull != NULL ? devnull : ra->opts.out;
         ra->opts.quiet = true;
@@ -447,6 +474,7 @@ static int run_tp(run_args *ra)
     return rc;
 #else
     (void)ra;
+    (void)watch;
     return SCENE_EXIT_USAGE; /* apply_tp refused it */
 #endif
 }
@@ -514,7 +542,7 @@ static int cmd_run(int argc, char **argv, uint64_t start_ns, bool compare)
     if (!isatty(fileno(stdout)))
         setvbuf(stdout, NULL, _IOLBF, 0);
     if (ra.tp > 1)
-        return run_tp(&ra);
+        return run_tp(&ra, &watch);
     return compare ? scene_compare(&ra.opts, ra.svg_path) : scene_run(&ra.opts);
 }
 

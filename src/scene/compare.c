@@ -128,6 +128,8 @@ static int finish(const scene_run_opts *o, const char *svg_path, mode_run *m, sc
     summarize(o, m);
     if (rc == SCENE_EXIT_OK || rc == SCENE_EXIT_GOLDEN || rc == SCENE_EXIT_INTERRUPTED)
         compare_print_table(o->out, o, m);
+    if (rc == SCENE_EXIT_INTERRUPTED)
+        fprintf(o->out, "interrupted: the rows cover the runs done before the stop\n");
     const char *device = m[0].rep.device  ? m[0].rep.device
                          : o->device_spec ? o->device_spec
                                           : "sim";

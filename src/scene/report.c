@@ -6,8 +6,9 @@
  * are exact counts from the device's counters for that round.  Every stage
  * the runner times (bind, orchestrate, execute, copy back, release) has a
  * column and a field, so a reader can see what of wall the stages leave.
- * A number that does not exist (the later-round mean of a one-round run) is
- * "n/a" in the summary and null in JSON, never a made-up 0.
+ * A number that does not exist (the later-round mean of a one-round run, the
+ * first round of a run stopped before it) is "n/a" in the summary and null
+ * in JSON, never a made-up 0.
  *
  * A JSON report goes through an outfile: a tool never finds a truncated
  * file where a report should be, and a failed write keeps the old one.
@@ -32,7 +33,7 @@ static double ms(uint64_t ns)
 void scene_report_summarize(scene_report *r)
 {
     double later = 0.0;
-    r->first_ms = r->nrounds > 0 ? ms(r->rounds[0].stats.wall_ns) : 0.0;
+    r->first_ms = r->nrounds > 0 ? ms(r->rounds[0].stats.wall_ns) : NAN; /* no round ran */
     for (uint32_t i = 1; i < r->nrounds; i++)
         later += ms(r->rounds[i].stats.wall_ns);
     r->later_avg_ms = r->nrounds > 1 ? later / (r->nrounds - 1) : NAN;
@@ -73,7 +74,10 @@ void scene_report_print_row(FILE *f, uint32_t round, const scene_round *sr)
 
 void scene_report_print_summary(FILE *f, const scene_report *r)
 {
-    fprintf(f, "first round %.3f ms    later rounds avg ", r->first_ms);
+    if (isnan(r->first_ms))
+        fputs("first round n/a (no round ran)    later rounds avg ", f);
+    else
+        fprintf(f, "first round %.3f ms    later rounds avg ", r->first_ms);
     if (isnan(r->later_avg_ms))
         fputs("n/a", f);
     else
@@ -86,6 +90,8 @@ void scene_report_print_summary(FILE *f, const scene_report *r)
     if (r->residency == SCENE_RESIDENCY_PIN)
         fprintf(f, "    setup %.3f ms (%llu bytes)", r->setup_ms,
                 (unsigned long long)r->setup_h2d_bytes);
+    if (r->interrupted)
+        fprintf(f, "    interrupted after %u round%s", r->nrounds, r->nrounds == 1 ? "" : "s");
     fputc('\n', f);
 }
 

@@ -28,7 +28,7 @@ typedef struct scene_report {
     bool replay; /* --replay: the table gains a "replayed" column */
     const scene_round *rounds;
     uint32_t nrounds;    /* rounds completed */
-    double first_ms;     /* round 1's wall time */
+    double first_ms;     /* round 1's wall time; NAN (JSON null) when no round ran */
     double later_avg_ms; /* mean wall time of rounds 2..N; NAN (JSON null) with one round */
     /* The whole command, from its start to the report: making the case,
      * opening the device, setup, warm-up, the rounds with their restores and

@@ -27,6 +27,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/clock.h"
 #include "base/trace.h"
@@ -453,6 +454,21 @@ int scene_run_case(const scene_run_opts *o, hg_device *dev, scene_case *c)
     return rc != 0 ? rc : run_case_into(o, dev, c, &outs, 0.0);
 }
 
+/* A test hook (tests/cli/interrupt_test.sh): with HG_TEST_HOLD_CASE=1 in
+ * the environment, the command stays in its case-making phase, after one
+ * line on o->err, until a stop request comes (at most a minute), as a case
+ * that takes long to make would: a test then interrupts it there without
+ * guessing how long a real case takes. */
+static void hold_case_for_test(const scene_run_opts *o)
+{
+    const char *hold = getenv("HG_TEST_HOLD_CASE");
+    if (hold == NULL || strcmp(hold, "1") != 0 || o->cancel == NULL)
+        return;
+    fprintf(o->err, "hostgraph: HG_TEST_HOLD_CASE: making the case until a stop request\n");
+    for (int i = 0; i < 6000 && !scene_cancel_requested(o->cancel); i++)
+        nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
+}
+
 /* Opens the device and makes the case (--tp: this rank's share): 0, or
  * the exit code after one line on o->err. */
 static int open_and_make(const scene_run_opts *o, hg_device **dev, scene_case **c, double *case_ms)
@@ -478,6 +494,8 @@ static int open_and_make(const scene_run_opts *o, hg_device **dev, scene_case **
     scene_progress_phase(progress, "making the case");
     const uint64_t case_start = clock_now_ns();
     rc = scene_case_make_tp(o->scene, o->params, o->tp, c, &err);
+    if (rc == 0)
+        hold_case_for_test(o);
     *case_ms = (double)(clock_now_ns() - case_start) / 1e6;
     scene_progress_stop(progress);
     if (rc == 0)
