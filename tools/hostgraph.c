@@ -33,11 +33,11 @@ static const char usage_text[] =
     "       hostgraph run SCENE [--rounds N] [--repeat N] [--warmup N]\n"
     "                 [--residency off|pin|in|all] [--verify] [--replay] [--skip-golden]\n"
     "                 [--param KEY=VALUE]... [--device SPEC] [--json FILE] [--trace FILE]\n"
-    "                 [--quiet] [--tp N]\n"
+    "                 [--quiet] [-v] [--tp N]\n"
     "       hostgraph compare SCENE [--rounds N] [--repeat N] [--warmup N] [--verify]\n"
     "                 [--replay] [--skip-golden] [--param KEY=VALUE]... [--device SPEC] [--json "
     "FILE]\n"
-    "                 [--svg FILE]\n"
+    "                 [--svg FILE] [-v]\n"
     "       hostgraph --help\n"
     "       hostgraph --version\n";
 
@@ -83,6 +83,9 @@ static const char run_help_text[] =
     "  --trace FILE        write a Chrome trace-event JSON (opens in Perfetto)\n"
     "                      (both paths are checked before the first round)\n"
     "  --quiet             print only the summary line\n"
+    "  -v, --verbose       show what the device's compiler says: each OpenCL program\n"
+    "                      build's log, warnings included (HG_OPENCL_BUILD_LOG=1); without\n"
+    "                      it programs build with warnings off and print nothing\n"
     "  --tp N              tensor-parallel over N MPI ranks, under mpirun -np N (needs\n"
     "                      MPI built in; qwen3_decode splits, N in 1, 2, 4, 8): each rank\n"
     "                      opens --device ({rank} in it: the rank's index on its host),\n"
@@ -347,7 +350,7 @@ static int parse_run_arg(run_args *ra, int argc, char **argv, int *i)
     const char *arg = argv[*i];
     char flag[32];
     const char *eq = strchr(arg, '=');
-    if (strncmp(arg, "--", 2) != 0) {
+    if (strncmp(arg, "--", 2) != 0 && strcmp(arg, "-v") != 0) {
         if (ra->scene_name != NULL)
             return usage_error("unexpected argument '%s'", arg);
         ra->scene_name = arg;
@@ -355,6 +358,10 @@ static int parse_run_arg(run_args *ra, int argc, char **argv, int *i)
         ra->opts.skip_golden = true;
     } else if (strcmp(arg, "--quiet") == 0) {
         ra->opts.quiet = true;
+    } else if (strcmp(arg, "-v") == 0 || strcmp(arg, "--verbose") == 0) {
+        /* Read by the OpenCL backend at each program build (opencl_prog.c);
+         * set while the command has one thread. */
+        setenv("HG_OPENCL_BUILD_LOG", "1", 1);
     } else if (strcmp(arg, "--verify") == 0) {
         ra->opts.verify = true;
     } else if (strcmp(arg, "--replay") == 0) {

@@ -14,8 +14,22 @@
  * process is a cache hit there; `builds` counts the programs this device
  * built (device_debug_program_builds), so a test sees a later round build
  * nothing.
+ *
+ * The compiler's chatter.  PoCL's clang writes its diagnostics into the
+ * build log, but a cold cache also has it print "104 warnings generated." on
+ * the process's stderr, under a `--quiet` run, where nothing can take it
+ * back.  So programs build with -w (no warnings, hence no such line); the
+ * log of a failed build still carries its errors.  With HG_OPENCL_BUILD_LOG=1
+ * in the environment (`hostgraph -v` sets it) they build without -w and each
+ * build's log goes to stderr, one "hostgraph: OpenCL build ..." line first.
+ * Redirecting fd 2 around clBuildProgram instead was considered and left:
+ * fd 2 is the whole process's, so a build would swallow every other
+ * thread's stderr for its seconds (a progress line, a Ctrl-C's
+ * acknowledgement, another runner's error).
  */
 #ifdef HG_HAVE_OPENCL
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,6 +119,29 @@ static int ocl_build_error(ocl_dev *s, cl_program prog, const char *entry, hg_er
     return rc;
 }
 
+/* True when HG_OPENCL_BUILD_LOG=1: builds keep their warnings and print
+ * their logs. */
+static bool ocl_build_log_wanted(void)
+{
+    const char *v = getenv("HG_OPENCL_BUILD_LOG");
+    return v != NULL && strcmp(v, "1") == 0;
+}
+
+/* HG_OPENCL_BUILD_LOG=1: the log of a build that succeeded, on stderr. */
+static void ocl_print_build_log(ocl_dev *s, cl_program prog, const char *entry)
+{
+    size_t len = 0;
+    s->api->clGetProgramBuildInfo(prog, s->id, CL_PROGRAM_BUILD_LOG, 0, NULL, &len);
+    char *log = len > 0 ? calloc(1, len + 1) : NULL;
+    if (log != NULL && s->api->clGetProgramBuildInfo(prog, s->id, CL_PROGRAM_BUILD_LOG, len, log,
+                                                     NULL) == CL_SUCCESS)
+        fprintf(stderr, "hostgraph: OpenCL build of the program of kernel entry '%s': %s%s%s",
+                entry, strspn(log, " \t\r\n") == strlen(log) ? "an empty log\n" : "log:\n",
+                strspn(log, " \t\r\n") == strlen(log) ? "" : log,
+                strlen(log) > 0 && log[strlen(log) - 1] != '\n' ? "\n" : "");
+    free(log);
+}
+
 /* Builds a copy of source[0..len) (prog_lock held). */
 static int ocl_build(ocl_dev *s, const char *source, size_t len, uint64_t hash, const char *entry,
                      ocl_program **out, hg_err *e)
@@ -122,7 +159,11 @@ static int ocl_build(ocl_dev *s, const char *source, size_t len, uint64_t hash, 
     p->program = s->api->clCreateProgramWithSource(s->ctx, 2, parts, NULL, &crc);
     int rc = opencl_check(crc, "clCreateProgramWithSource", HG_EINVAL);
     if (rc == 0) {
-        crc = s->api->clBuildProgram(p->program, 1, &s->id, "-cl-std=CL1.2", NULL, NULL);
+        const bool log = ocl_build_log_wanted();
+        crc = s->api->clBuildProgram(p->program, 1, &s->id,
+                                     log ? "-cl-std=CL1.2" : "-cl-std=CL1.2 -w", NULL, NULL);
+        if (crc == CL_SUCCESS && log)
+            ocl_print_build_log(s, p->program, entry);
         if (crc == CL_BUILD_PROGRAM_FAILURE)
             rc = ocl_build_error(s, p->program, entry, e);
         else if ((rc = opencl_check(crc, "clBuildProgram", HG_EINVAL)) != 0)

@@ -43,5 +43,21 @@ for spec in $specs; do
     fi
 done
 
+# issue 25 item 18: with a cold PoCL cache ($TMP/pocl is new), --quiet
+# prints the summary and nothing on stderr: no compiler chatter ("104
+# warnings generated."); -v shows each program build's log.
+for spec in $(echo "$specs" | head -1); do
+    for scene in bgemm qwen3_decode; do
+        "$HG" run "$scene" --device "$spec" --quiet >"$TMP/run" 2>"$TMP/err"
+        [ "$?" -eq 0 ] && [ ! -s "$TMP/err" ] && [ "$(wc -l <"$TMP/run")" -eq 1 ] &&
+            ok "$scene on $spec --quiet, cold cache: nothing on stderr" ||
+            bad "$scene on $spec --quiet: stderr $(head -c 300 "$TMP/err")"
+    done
+    POCL_CACHE_DIR="$TMP/pocl-v" "$HG" run vector_add --device "$spec" --quiet -v \
+        >"$TMP/run" 2>"$TMP/err"
+    grep -q "^hostgraph: OpenCL build of the program of kernel entry 'vector_add'" "$TMP/err" &&
+        ok "-v: the build's log on stderr" || bad "-v: stderr $(head -c 300 "$TMP/err")"
+done
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

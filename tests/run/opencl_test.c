@@ -9,7 +9,11 @@
  * there is none.
  */
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "device/device.h"
 #include "one_arg.h"
@@ -202,6 +206,60 @@ TEST(a_build_error_reports_the_compiler_log)
     ASSERT_EQ(run(&f, &p, NULL), HG_EINVAL);
     ASSERT_STR_CONTAINS(hg_runner_errmsg(f.r), "'nonesuch'");
     ASSERT_STR_CONTAINS(hg_runner_errmsg(f.r), "CL_INVALID_KERNEL_NAME");
+    fixture_close(&f);
+}
+
+/* Runs p with fd 2 into a file; its bytes (up to len - 1) into out. */
+static int run_capturing_stderr(fixture *f, plan *p, char *out, size_t len)
+{
+    char path[] = "/tmp/hg_opencl_stderr_XXXXXX";
+    int fd = mkstemp(path), saved = dup(2);
+    if (fd < 0 || saved < 0)
+        return HG_EIO;
+    fflush(stderr);
+    dup2(fd, 2);
+    int rc = run(f, p, NULL);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    ssize_t n = pread(fd, out, len - 1, 0);
+    out[n > 0 ? n : 0] = '\0';
+    close(fd);
+    unlink(path);
+    return rc;
+}
+
+/* The compiler's chatter stays out of stderr: a program with warnings,
+ * built cold (its text is new to PoCL's cache: it names this process and
+ * the time), prints nothing (a clang-based driver that prints "N warnings
+ * generated." has none to count: -w); with HG_OPENCL_BUILD_LOG=1 (the
+ * command's -v) its warnings are shown, after a line naming the entry. */
+TEST(opencl_build_chatter_stays_off_stderr_unless_asked)
+{
+    NEED_OPENCL();
+    fixture f;
+    ASSERT(fixture_open(&f, "opencl"));
+    char text[512], err[8192];
+    for (int logged = 0; logged < 2; logged++) {
+        snprintf(text, sizeof text,
+                 "__kernel void warns(HG_STATUS_ARGS, HG_TENSOR(int, x), ulong k)\n"
+                 "{ int lossy = 1.5f; /* cold %ld %lld %d */ HG_PTR(x)[get_global_id(0) * "
+                 "x_v.strides[0]] += lossy; }\n",
+                 (long)getpid(), (long long)time(NULL), logged);
+        plan p = {.ntasks = 1};
+        p.kernel[0] = (hg_kernel){"warns", NULL, HG_CORE_VECTOR, text, "warns"};
+        if (logged)
+            setenv("HG_OPENCL_BUILD_LOG", "1", 1);
+        ASSERT_OK(run_capturing_stderr(&f, &p, err, sizeof err));
+        unsetenv("HG_OPENCL_BUILD_LOG");
+        if (!logged) {
+            ASSERT_STR_EQ(err, "");
+        } else {
+            ASSERT_STR_CONTAINS(err,
+                                "hostgraph: OpenCL build of the program of kernel entry 'warns'");
+            ASSERT_STR_CONTAINS(err, "warning");
+        }
+    }
     fixture_close(&f);
 }
 
