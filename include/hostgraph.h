@@ -635,6 +635,10 @@ typedef struct hg_run_stats {
     /* What the run's kernels counted (hg_kernel_count): */
     uint64_t net_bytes; /* bytes handed to a network (MPI: the allreduce payloads) */
     uint64_t net_ns;    /* time spent in network calls */
+    /* Time this run waited for kernel programs to build: a queue device
+     * (OpenCL) builds a kernel's program at its first submit, seconds on a
+     * cold compiler cache.  Within wall_ns, not in orch_ns. */
+    uint64_t build_ns;
 } hg_run_stats;
 
 /* A runner keeps, across runs, a retained device buffer that holds the

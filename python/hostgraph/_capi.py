@@ -112,6 +112,7 @@ class hg_run_stats(Structure):
         ("replayed", c_uint32),
         ("net_bytes", c_uint64),
         ("net_ns", c_uint64),
+        ("build_ns", c_uint64),
     ]
 
 

@@ -341,6 +341,7 @@ class RunStats:
     replayed: int  # 1: the run executed the runner's recorded graph (Runner(replay=True))
     net_bytes: int  # handed to a network by the run's kernels (MPI allreduces)
     net_ms: float
+    build_ms: float  # waiting for kernel programs to build (OpenCL, first use); not in orch_ms
     # Not in the report's rounds:
     tasks: int
     edges: int
@@ -353,7 +354,7 @@ class RunStats:
         "h2d_bytes_skipped", "d2h_bytes_skipped", "device_allocs", "resident_hits",
         "resident_bytes_skipped", "stale_uploads", "resident_staged", "evictions",
         "h2d_ms", "d2h_ms", "replayed",
-        "net_bytes", "net_ms",
+        "net_bytes", "net_ms", "build_ms",
     )  # fmt: skip
 
     @classmethod

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/clock.h"
+#include "base/trace.h"
 #include "device/device.h"
 #include "run/run.h"
 #include "stage/stage.h"
@@ -176,13 +178,22 @@ static int submit(hg_orch *o, const hg_task_desc *d, bool host_step, hg_task_id 
             return orch_fail(o, rc);
     }
     /* A queue device's kernel: built (once per source) before the task is
-     * recorded, so a build error fails this submit. */
+     * recorded, so a build error fails this submit.  A call that built a
+     * program is booked as build time, with its own trace span, not as
+     * orchestration (runner.c takes it out of orch_ns). */
     const void *dev_kernel = NULL;
     if (device_runs_queue(r->dev) && !host_step) {
+        const uint64_t builds = device_debug_program_builds(r->dev), start = clock_now_ns();
         rc = device_kernel_get(r->dev, d->kernel->cl_source, d->kernel->cl_entry, &dev_kernel,
                                &r->err);
         if (rc != 0)
             return orch_fail(o, rc);
+        if (device_debug_program_builds(r->dev) != builds) {
+            const uint64_t end = clock_now_ns();
+            r->build_ns += end - start;
+            if (r->trace != NULL)
+                trace_host_span(r->trace, "build program", (uint32_t)r->runs, start, end);
+        }
     }
     hg_task_id id;
     rc = graph_add_device_task(&r->graph, d->kernel, dev_kernel, host_step, targs, d->nargs,

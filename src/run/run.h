@@ -21,8 +21,9 @@ struct hg_runner {
     graph graph;
     hg_err err;
     hg_trace *trace;
-    uint64_t runs;    /* runs started: the LRU clock (64-bit, as the cache's), labels trace spans */
-    bool copied_back; /* the last run's copy-back succeeded (hg_runner_copied_back) */
+    uint64_t runs; /* runs started: the LRU clock (64-bit, as the cache's), labels trace spans */
+    uint64_t build_ns; /* this run's program builds so far (orch.c; hg_run_stats.build_ns) */
+    bool copied_back;  /* the last run's copy-back succeeded (hg_runner_copied_back) */
     /* The stage a run is in (a static name), NULL between runs: read by
      * other threads (progress display), hence atomic. */
     _Atomic(const char *) stage;

@@ -53,6 +53,22 @@ for spec in $(echo "$specs" | head -1); do
             ok "$scene on $spec --quiet, cold cache: nothing on stderr" ||
             bad "$scene on $spec --quiet: stderr $(head -c 300 "$TMP/err")"
     done
+    # The build has its own field and span, out of orch_ms: round 1 builds
+    # (a cold cache: $TMP/pocl-b is new), round 2 builds nothing.
+    POCL_CACHE_DIR="$TMP/pocl-b" "$HG" run vector_add --device "$spec" --rounds 2 --quiet \
+        --json "$TMP/build.json" --trace "$TMP/build.trace" >"$TMP/run" 2>"$TMP/err"
+    python3 - "$TMP/build.json" "$TMP/build.trace" <<'PY' && ok "build_ms: round 1 only, with a span" ||
+import json, sys
+r = json.load(open(sys.argv[1]))
+first, second = r["rounds"]
+assert first["build_ms"] > 0 and second["build_ms"] == 0, (first["build_ms"], second["build_ms"])
+assert first["build_ms"] + first["orch_ms"] <= first["wall_ms"], first
+names = [e.get("name") for e in json.load(open(sys.argv[2]))["traceEvents"]]
+assert names.count("build program") >= 1, sorted(set(names))
+PY
+        bad "build_ms: $(head -c 300 "$TMP/err")"
+    grep -Eq 'programs built [0-9.]+ ms$' "$TMP/run" && ok "the summary gives the build time" ||
+        bad "summary: $(cat "$TMP/run")"
     POCL_CACHE_DIR="$TMP/pocl-v" "$HG" run vector_add --device "$spec" --quiet -v \
         >"$TMP/run" 2>"$TMP/err"
     grep -q "^hostgraph: OpenCL build of the program of kernel entry 'vector_add'" "$TMP/err" &&

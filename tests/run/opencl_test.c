@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/trace.h"
 #include "device/device.h"
 #include "one_arg.h"
 #include "test_device.h"
@@ -260,6 +261,45 @@ TEST(opencl_build_chatter_stays_off_stderr_unless_asked)
             ASSERT_STR_CONTAINS(err, "warning");
         }
     }
+    fixture_close(&f);
+}
+
+/* A run that builds a program books the build as build_ns, not as
+ * orchestration, with a "build program" span in the trace; a run that
+ * builds nothing has build_ns 0 (the sim never builds). */
+TEST(program_builds_are_booked_apart_from_orchestration)
+{
+    NEED_OPENCL();
+    fixture f;
+    ASSERT(fixture_open(&f, "opencl"));
+    hg_trace *trace = NULL;
+    ASSERT_OK(hg_trace_create(&trace));
+    hg_runner_set_trace(f.r, trace);
+    char text[512];
+    snprintf(text, sizeof text, "%s/* new to this device %ld */\n", inc_cl, (long)getpid());
+    plan p = {.ntasks = 2};
+    p.kernel[0] = p.kernel[1] = (hg_kernel){"inc", NULL, HG_CORE_VECTOR, text, "inc"};
+    hg_run_stats s[2];
+    for (int i = 0; i < 2; i++)
+        ASSERT_OK(run(&f, &p, &s[i]));
+    ASSERT_UEQ(device_debug_program_builds(f.dev), 1);
+    ASSERT(s[0].build_ns > 0);
+    ASSERT(s[0].build_ns + s[0].orch_ns <= s[0].wall_ns);
+    ASSERT_UEQ(s[1].build_ns, 0);
+    hg_runner_set_trace(f.r, NULL);
+    char *json = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&json, &len);
+    trace_write(trace, mem);
+    fclose(mem);
+    ASSERT_STR_CONTAINS(json, "\"build program\"");
+    free(json);
+    hg_trace_destroy(trace);
+    fixture_close(&f);
+    ASSERT(fixture_open(&f, "sim"));
+    p.kernel[0] = p.kernel[1] = (hg_kernel){"inc", inc_host, HG_CORE_VECTOR, text, "inc"};
+    ASSERT_OK(run(&f, &p, &s[0]));
+    ASSERT_UEQ(s[0].build_ns, 0);
     fixture_close(&f);
 }
 
