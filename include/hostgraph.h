@@ -191,8 +191,8 @@ typedef enum hg_core_type { HG_CORE_CUBE = 0, HG_CORE_VECTOR = 1, HG_CORE_ANY = 
  * Opens a device from a spec string:
  *   "sim"                      4 cores, each runs cube and vector kernels
  *   "sim:cores=N"              N cores that run any kernel
- *   "sim:cube=C,vector=V"      C cube cores and V vector cores (both keys:
- *                              one alone is HG_EINVAL naming it; 0 for none)
+ *   "sim:cube=C,vector=V"      C cube cores and V vector cores (one key
+ *                              alone means 0 of the other type)
  * further sim keys, comma separated:
  *   mem=BYTES                  device memory capacity; K/M/G suffixes.  Default:
  *                              half the host's physical memory (the sim backs

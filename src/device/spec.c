@@ -246,13 +246,6 @@ static int spec_finish(spec_parse *p, device_config *cfg)
     if (cores && cfg->typed)
         return spec_fail(p, "cores=%u cannot be combined with cube/vector", cfg->ncores);
     if (cfg->typed) {
-        /* One of the two alone would make the other 0 without a word, and a
-         * kernel of that type fails only when a round submits it. */
-        bool cube = p->seen & (1u << KEY_CUBE), vector = p->seen & (1u << KEY_VECTOR);
-        if (cube != vector)
-            return spec_fail(p, "%s=%u without %s=: give both (sim:cube=C,vector=V; 0 for none)",
-                             cube ? "cube" : "vector", cube ? cfg->ncube : cfg->nvector,
-                             cube ? "vector" : "cube");
         if (cfg->ncube + cfg->nvector == 0)
             return spec_fail(p, "cube=0,vector=0: a device needs at least one core");
         if (cfg->ncube + cfg->nvector > DEVICE_MAX_CORES)

@@ -209,7 +209,7 @@ static int run_repeats(const scene_run_opts *o, scene_case *c, const scene_snaps
 static int make_case(const scene_run_opts *o, scene_case **c)
 {
     hg_device *probe = NULL;
-    char msg[256] = "";
+    char msg[512] = "";
     hg_err err;
     err_clear(&err);
     if (o->rounds < 2) {
@@ -217,6 +217,10 @@ static int make_case(const scene_run_opts *o, scene_case **c)
                 "hostgraph: compare --rounds %u: want at least 2 (the later rounds are "
                 "what it compares)\n",
                 o->rounds);
+        return SCENE_EXIT_USAGE;
+    }
+    if (scene_device_spec_check(o->device_spec, msg, sizeof msg) != 0) {
+        fprintf(o->err, "hostgraph: %s\n", msg);
         return SCENE_EXIT_USAGE;
     }
     int rc = hg_device_open(o->device_spec ? o->device_spec : "sim", &probe, msg, sizeof msg);

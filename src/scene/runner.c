@@ -479,7 +479,11 @@ static int open_and_make(const scene_run_opts *o, hg_device **dev, scene_case **
                 o->device_spec, SCENE_SPEC_MAX - 1);
         return SCENE_EXIT_USAGE;
     }
-    char msg[256] = "";
+    char msg[512] = "";
+    if (scene_device_spec_check(spec, msg, sizeof msg) != 0) {
+        fprintf(o->err, "hostgraph: %s\n", msg);
+        return SCENE_EXIT_USAGE;
+    }
     int rc = hg_device_open(spec, dev, msg, sizeof msg);
     if (rc != 0) {
         if (*msg != '\0')
@@ -505,6 +509,28 @@ static int open_and_make(const scene_run_opts *o, hg_device **dev, scene_case **
     /* Params that do not fit together (a context past the rope table, a
      * layer count the host cannot hold) are bad command-line values. */
     return rc == HG_EINVAL || rc == HG_ERANGE ? SCENE_EXIT_USAGE : SCENE_EXIT_RUNTIME;
+}
+
+int scene_device_spec_check(const char *spec, char *msg, size_t len)
+{
+    /* The sim's cube= or vector= alone means 0 cores of the other type (the
+     * library's contract, hostgraph.h): a scene's kernels of that type then
+     * fail at round 1.  The command asks for both. */
+    bool cube = false, vector = false;
+    const char *colon = spec != NULL && strncmp(spec, "sim:", 4) == 0 ? spec + 3 : NULL;
+    for (const char *k = colon; k != NULL; k = strchr(k + 1, ',')) {
+        cube = cube || strncmp(k + 1, "cube=", 5) == 0;
+        vector = vector || strncmp(k + 1, "vector=", 7) == 0;
+    }
+    if (cube == vector)
+        return 0;
+    const char *key = strstr(spec, cube ? "cube=" : "vector=");
+    snprintf(msg, len,
+             "--device '%s': %.*s without %s= would give the sim no %s core, and the scene's "
+             "%s kernels would fail at round 1: give both (sim:cube=C,vector=V; 0 for none)",
+             spec, (int)strcspn(key, ","), key, cube ? "vector" : "cube", cube ? "vector" : "cube",
+             cube ? "vector" : "cube");
+    return SCENE_EXIT_USAGE;
 }
 
 int scene_device_open_exit(int rc)

@@ -343,6 +343,10 @@ enum {
  * sim spec's bad value is; a runtime error (3) when the device exists but
  * cannot start (memory, the driver). */
 int scene_device_open_exit(int rc);
+/* SCENE_EXIT_USAGE with why in msg when the scene runner refuses a
+ * --device the library would open: the sim's cube= without vector= (or the
+ * reverse), which gives it no core of the other type; else 0. */
+int scene_device_spec_check(const char *spec, char *msg, size_t len);
 
 /* Checks the output paths, opens the device, makes the case and runs it
  * (scene_run_case).  Returns a SCENE_EXIT_* code; a runtime error is one line

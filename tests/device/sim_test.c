@@ -170,7 +170,7 @@ TEST(typed_cores_report_their_types)
     ASSERT_EQ(log.types[2], HG_CORE_VECTOR);
     hg_device_close(dev);
 
-    dev = test_device_open("sim:cube=2,vector=0");
+    dev = test_device_open("sim:cube=2");
     ASSERT(dev != NULL);
     ASSERT(device_has_core_type(dev, HG_CORE_CUBE));
     ASSERT(!device_has_core_type(dev, HG_CORE_VECTOR));
