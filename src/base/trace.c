@@ -42,7 +42,8 @@ struct hg_trace {
     intern_table names; /* task span names: the trace's own copies */
 };
 
-#define HOST_LANE UINT32_MAX
+#define HOST_LANE  UINT32_MAX
+#define BUILD_LANE (UINT32_MAX - 1) /* the host's program builds, inside its stages */
 
 int hg_trace_create(hg_trace **out)
 {
@@ -72,7 +73,7 @@ static int trace_append(hg_trace *t, trace_span s)
 {
     int rc = 0;
     pthread_mutex_lock(&t->lock);
-    if (s.core != HOST_LANE && (s.name = intern_get(&t->names, s.name)) == NULL) {
+    if (s.core < BUILD_LANE && (s.name = intern_get(&t->names, s.name)) == NULL) {
         rc = HG_ENOMEM;
         goto out;
     }
@@ -89,6 +90,8 @@ static int trace_append(hg_trace *t, trace_span s)
     t->spans[t->nspans++] = s;
     if (s.core == HOST_LANE) {
         t->nhost++;
+    } else if (s.core == BUILD_LANE) {
+        /* counted apart: a stage's count stays five a run */
     } else {
         t->ntask++;
         if (s.core + 1 > t->max_core_plus1)
@@ -102,6 +105,13 @@ out:
 int trace_host_span(hg_trace *t, const char *name, uint32_t run, uint64_t start_ns, uint64_t end_ns)
 {
     trace_span s = {name, start_ns, end_ns, HOST_LANE, run, 0};
+    return trace_append(t, s);
+}
+
+int trace_build_span(hg_trace *t, const char *name, uint32_t run, uint64_t start_ns,
+                     uint64_t end_ns)
+{
+    trace_span s = {name, start_ns, end_ns, BUILD_LANE, run, 0};
     return trace_append(t, s);
 }
 
@@ -135,6 +145,9 @@ static void write_lane_names(FILE *f, const hg_trace *t)
     fputs("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":0,"
           "\"args\":{\"name\":\"stages\"}},\n",
           f);
+    fputs("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":1,"
+          "\"args\":{\"name\":\"program builds\"}},\n",
+          f);
     fputs("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":2,\"tid\":0,"
           "\"args\":{\"name\":\"device\"}}",
           f);
@@ -151,11 +164,12 @@ static void write_span(FILE *f, const hg_trace *t, const trace_span *s)
     double dur = (double)(s->end_ns - s->start_ns) / 1000.0;
     fputs(",\n{\"ph\":\"X\",\"name\":", f);
     json_write_string(f, s->name);
-    if (s->core == HOST_LANE)
+    if (s->core >= BUILD_LANE)
         fprintf(f,
-                ",\"cat\":\"stage\",\"pid\":1,\"tid\":0,\"ts\":%.3f,\"dur\":%.3f,"
+                ",\"cat\":\"%s\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
                 "\"args\":{\"run\":%u}}",
-                ts, dur, s->run);
+                s->core == HOST_LANE ? "stage" : "build", s->core == HOST_LANE ? 0 : 1, ts, dur,
+                s->run);
     else
         fprintf(f,
                 ",\"cat\":\"task\",\"pid\":2,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,"

@@ -14,6 +14,11 @@
 /* A host stage span: `name` must be a static string ("bind", ...). */
 int trace_host_span(hg_trace *t, const char *name, uint32_t run, uint64_t start_ns,
                     uint64_t end_ns);
+/* A program build inside a host stage (a queue device's kernel built at
+ * submit): `name` static; on a host lane of its own ("program builds"),
+ * counted in neither hg_trace_num_host_spans nor _task_spans. */
+int trace_build_span(hg_trace *t, const char *name, uint32_t run, uint64_t start_ns,
+                     uint64_t end_ns);
 /* A task span on device core `core`.  The trace keeps its own copy of
  * `kernel` (interned: one per distinct name), so it need live only for the
  * call.  HG_ENOMEM (the span is not recorded) if host memory ran out. */

@@ -192,7 +192,7 @@ static int submit(hg_orch *o, const hg_task_desc *d, bool host_step, hg_task_id 
             const uint64_t end = clock_now_ns();
             r->build_ns += end - start;
             if (r->trace != NULL)
-                trace_host_span(r->trace, "build program", (uint32_t)r->runs, start, end);
+                trace_build_span(r->trace, "build program", (uint32_t)r->runs, start, end);
         }
     }
     hg_task_id id;

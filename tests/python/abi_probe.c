@@ -72,6 +72,7 @@ __attribute__((visibility("default"))) const hg_abi_field hg_abi_fields[] = {
     FIELD(hg_run_stats, replayed),
     FIELD(hg_run_stats, net_bytes),
     FIELD(hg_run_stats, net_ns),
+    FIELD(hg_run_stats, build_ns),
     SIZE(hg_device_counters),
     FIELD(hg_device_counters, h2d_bytes),
     FIELD(hg_device_counters, d2h_bytes),
