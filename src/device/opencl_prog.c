@@ -93,20 +93,28 @@ uint64_t opencl_program_builds(void *state)
     return opencl_read_locked(&s->prog_lock, &s->builds);
 }
 
-/* The first OCL_LOG_LINES lines of the build log into e. */
-static int ocl_build_error(ocl_dev *s, cl_program prog, const char *entry, hg_err *e)
+/* The program's whole build log (malloc'd, NUL-terminated), or NULL.  The
+ * whole log: asked for into a smaller buffer, OpenCL returns
+ * CL_INVALID_VALUE and writes nothing, which would leave a message empty
+ * exactly when the log is long. */
+static char *ocl_build_log(ocl_dev *s, cl_program prog)
 {
-    /* The whole log first: asked for into a smaller buffer, OpenCL returns
-     * CL_INVALID_VALUE and writes nothing, which would leave the message
-     * empty exactly when the log is long. */
     size_t len = 0;
     s->api->clGetProgramBuildInfo(prog, s->id, CL_PROGRAM_BUILD_LOG, 0, NULL, &len);
     char *log = len > 0 ? calloc(1, len + 1) : NULL;
-    if (log == NULL || s->api->clGetProgramBuildInfo(prog, s->id, CL_PROGRAM_BUILD_LOG, len, log,
-                                                     NULL) != CL_SUCCESS)
-        len = 0;
-    char *p = log;
-    for (int line = 0; line < OCL_LOG_LINES && p != NULL && len > 0; line++) {
+    if (log != NULL && s->api->clGetProgramBuildInfo(prog, s->id, CL_PROGRAM_BUILD_LOG, len, log,
+                                                     NULL) != CL_SUCCESS) {
+        free(log);
+        log = NULL;
+    }
+    return log;
+}
+
+/* The first OCL_LOG_LINES lines of the build log into e. */
+static int ocl_build_error(ocl_dev *s, cl_program prog, const char *entry, hg_err *e)
+{
+    char *log = ocl_build_log(s, prog), *p = log;
+    for (int line = 0; line < OCL_LOG_LINES && p != NULL && *p != '\0'; line++) {
         p = strchr(p, '\n');
         if (p != NULL)
             *p++ = ' ';
@@ -114,7 +122,7 @@ static int ocl_build_error(ocl_dev *s, cl_program prog, const char *entry, hg_er
             *p = '\0';
     }
     int rc = err_set(e, HG_EINVAL, "OpenCL program of kernel entry '%s' does not build: %s", entry,
-                     len > 0 ? log : "(no build log)");
+                     log != NULL && *log != '\0' ? log : "(no build log)");
     free(log);
     return rc;
 }
@@ -130,15 +138,12 @@ static bool ocl_build_log_wanted(void)
 /* HG_OPENCL_BUILD_LOG=1: the log of a build that succeeded, on stderr. */
 static void ocl_print_build_log(ocl_dev *s, cl_program prog, const char *entry)
 {
-    size_t len = 0;
-    s->api->clGetProgramBuildInfo(prog, s->id, CL_PROGRAM_BUILD_LOG, 0, NULL, &len);
-    char *log = len > 0 ? calloc(1, len + 1) : NULL;
-    if (log != NULL && s->api->clGetProgramBuildInfo(prog, s->id, CL_PROGRAM_BUILD_LOG, len, log,
-                                                     NULL) == CL_SUCCESS)
-        fprintf(stderr, "hostgraph: OpenCL build of the program of kernel entry '%s': %s%s%s",
-                entry, strspn(log, " \t\r\n") == strlen(log) ? "an empty log\n" : "log:\n",
-                strspn(log, " \t\r\n") == strlen(log) ? "" : log,
-                strlen(log) > 0 && log[strlen(log) - 1] != '\n' ? "\n" : "");
+    char *log = ocl_build_log(s, prog);
+    size_t len = log != NULL ? strlen(log) : 0;
+    bool empty = log == NULL || strspn(log, " \t\r\n") == len;
+    fprintf(stderr, "hostgraph: OpenCL build of the program of kernel entry '%s': %s%s%s", entry,
+            empty ? "an empty log" : "log:\n", empty ? "" : log,
+            empty || log[len - 1] != '\n' ? "\n" : "");
     free(log);
 }
 
