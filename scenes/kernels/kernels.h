@@ -100,14 +100,36 @@ const hg_kernel *kern_proj_for(hg_dtype x);
 
 /* ------------------------------------------------------------- dispatch */
 
-/* True when the kernels take their AVX-512 paths: the CPU has AVX-512 F,
- * BW, VL, DQ and BF16 (vdpbf16ps) and the portable paths are not forced. */
+/* The code paths (dispatch.c): every kernel with a fast path has one per
+ * level, and the level is chosen once for all of them. */
+typedef enum kern_isa { KERN_PORTABLE, KERN_AVX2, KERN_AVX512BF16, KERN_ISA_COUNT } kern_isa;
+
+/* The path the kernels take now: forced (kern_force), else HG_KERNELS
+ * (portable, avx2 or avx512bf16) where the CPU has it, else the best the CPU
+ * has.  A bad HG_KERNELS takes the portable path here; kern_env_check is what
+ * refuses it. */
+kern_isa kern_isa_now(void);
+/* "portable", "avx2" or "avx512bf16" ("?" past them). */
+const char *kern_isa_name(kern_isa p);
+/* NULL when the CPU has path p, else the first cpuid feature it lacks, as
+ * /proc/cpuinfo spells it ("avx2", "fma", "f16c", "avx512f", ...,
+ * "avx512_bf16"). */
+const char *kern_isa_missing(kern_isa p);
+/* 0 when HG_KERNELS is unset or names a path the CPU has (the kernels then
+ * take it, read again at each check); else 1 with a message in msg naming the
+ * value and, for a path the CPU lacks, the missing feature.  The scene runner
+ * calls it before it makes a case: a failure there is a usage error. */
+int kern_env_check(char *msg, size_t len);
+
+/* kern_isa_now() == KERN_AVX512BF16. */
 bool kern_use_avx512bf16(void);
-/* "avx512bf16" or "portable": the path kern_use_avx512bf16 picks. */
+/* kern_isa_name(kern_isa_now()): the report's "kernels" field. */
 const char *kern_path(void);
-/* Forces the portable paths (true) or restores dispatch (false), for tests
- * and benchmarks.  The environment variable HG_KERNELS=portable forces them
- * from the start. */
+/* Tests and benchmarks: force path p (false, forcing nothing, when the CPU
+ * lacks it), or go back to the environment and the CPU. */
+bool kern_force(kern_isa p);
+void kern_force_auto(void);
+/* kern_force(KERN_PORTABLE) (true) or kern_force_auto() (false). */
 void kern_force_portable(bool on);
 
 /* -------------------------------------------------------- paged attention */

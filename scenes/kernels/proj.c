@@ -39,8 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels.h"
-#include "simd.h"
+#include "paths.h"
 
 #define PROJ_ROWS   16   /* x rows per pass: one zmm accumulator each */
 #define PROJ_KBLOCK 1024 /* 16 rows x 1024 bf16 of x = 32 KiB, an L1's worth */
@@ -287,12 +286,20 @@ static void proj_chunk(const kern_mat *x, size_t r0, size_t nrows, const uint16_
 int kern_proj(const kern_mat *x, const uint16_t *w, size_t n, size_t k, size_t ldw, float *y,
               size_t ldy)
 {
-    bool portable = !kern_use_avx512bf16();
+    kern_isa path = kern_isa_now();
     for (size_t r0 = 0; r0 < x->rows; r0 += PROJ_ROWS) {
         size_t nrows = x->rows - r0 < PROJ_ROWS ? x->rows - r0 : PROJ_ROWS;
         for (size_t j0 = 0; j0 < n; j0 += PROJ_CHUNK) {
             size_t nj = n - j0 < PROJ_CHUNK ? n - j0 : PROJ_CHUNK;
-            proj_chunk(x, r0, nrows, w + j0 * ldw, nj, k, ldw, y + r0 * ldy + j0, ldy, portable);
+#if KERN_HAVE_X86
+            if (path == KERN_AVX2) {
+                kern_proj_chunk_avx2(x, r0, nrows, w + j0 * ldw, nj, k, ldw, y + r0 * ldy + j0,
+                                     ldy);
+                continue;
+            }
+#endif
+            proj_chunk(x, r0, nrows, w + j0 * ldw, nj, k, ldw, y + r0 * ldy + j0, ldy,
+                       path != KERN_AVX512BF16);
         }
     }
     return 0;

@@ -206,6 +206,9 @@ static int run_repeats(const scene_run_opts *o, scene_case *c, const scene_snaps
 
 /* Opens the device once (a bad spec is a usage error before the case is
  * made) and makes the case. */
+/* scenes/kernels/kernels.h's: 0 when HG_KERNELS is unset or a path the CPU has. */
+int kern_env_check(char *msg, size_t len);
+
 static int make_case(const scene_run_opts *o, scene_case **c)
 {
     hg_device *probe = NULL;
@@ -219,7 +222,8 @@ static int make_case(const scene_run_opts *o, scene_case **c)
                 o->rounds);
         return SCENE_EXIT_USAGE;
     }
-    if (scene_device_spec_check(o->device_spec, msg, sizeof msg) != 0) {
+    if (scene_device_spec_check(o->device_spec, msg, sizeof msg) != 0 ||
+        kern_env_check(msg, sizeof msg) != 0) { /* HG_KERNELS: usage, as for run */
         fprintf(o->err, "hostgraph: %s\n", msg);
         return SCENE_EXIT_USAGE;
     }

@@ -174,6 +174,10 @@ int scene_param_set(const scene *s, int64_t *params, const char *key_value, hg_e
     return 0;
 }
 
+/* scenes/kernels/kernels.h's (not on the runner's include path): HG_KERNELS
+ * names a path the CPU has, or is unset. */
+int kern_env_check(char *msg, size_t len);
+
 int scene_case_make(const scene *s, const int64_t *params, scene_case **out, hg_err *err)
 {
     return scene_case_make_tp(s, params, NULL, out, err);
@@ -183,6 +187,9 @@ int scene_case_make_tp(const scene *s, const int64_t *params, const scene_tp *tp
                        hg_err *err)
 {
     *out = NULL;
+    char kmsg[160];
+    if (kern_env_check(kmsg, sizeof kmsg) != 0) /* before the case: a usage error */
+        return err_set(err, HG_EINVAL, "%s", kmsg);
     if (scene_tp_on(tp) && !s->splits)
         return err_set(err, HG_EINVAL, "--tp %u: scene '%s' cannot split across ranks", tp->size,
                        s->name);

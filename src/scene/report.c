@@ -20,7 +20,7 @@
 #include "base/outfile.h"
 #include "scene/report.h"
 
-/* scenes/kernels/kernels.h's: "avx512bf16" or "portable", the path the
+/* scenes/kernels/kernels.h's: "portable", "avx2" or "avx512bf16", the path the
  * workload kernels take (that header lives beside the scenes, not on the
  * scene runner's include path). */
 const char *kern_path(void);

@@ -5,8 +5,8 @@
  * outputs and exactly the bytes their args imply; the graph has the shape
  * the orchestration promises; the compact cache check catches a changed byte
  * anywhere and names its index; bad inputs and bad params are refused with
- * the param or arg named; and the projection's and attention's AVX-512
- * paths and portable paths agree with a double reference.
+ * the param or arg named (tests/kernels/paths_test.c tests the kernels'
+ * paths).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -337,268 +337,22 @@ TEST(named_params_and_cross_param_limits)
     ASSERT_STR_CONTAINS(err.msg, "param 'kv_heads': 3 does not divide heads 4");
 }
 
-/* The worse of w and e, a NaN error counting as infinite (fmax drops it). */
-static double worse(double w, double e)
-{
-    return isnan(e) ? INFINITY : fmax(w, e);
-}
-
-/* ------------------------------------------------------------ projection */
-
-/* y = bf16(x) . w^T in double, and the sum of |x||w| per output (the
- * scale of f32 rounding error). */
-static void proj_reference(const float *x, const uint16_t *w, size_t rows, size_t n, size_t k,
-                           double *ref, double *mag)
-{
-    for (size_t r = 0; r < rows; r++) {
-        for (size_t j = 0; j < n; j++) {
-            double s = 0.0, m = 0.0;
-            for (size_t i = 0; i < k; i++) {
-                double xv = hg_bf16_to_f32(hg_f32_to_bf16(x[r * k + i]));
-                double wv = hg_bf16_to_f32(w[j * k + i]);
-                s += xv * wv;
-                m += fabs(xv * wv);
-            }
-            ref[r * n + j] = s;
-            mag[r * n + j] = m;
-        }
-    }
-}
-
-/* Runs kern_proj on x (dense rows x k, or as `tiles` column tiles) and
- * returns the worst error as a fraction of the worst-case bound of f32
- * summation, k 2^-24 sum |x w|. */
-static double proj_error(const float *x, const uint16_t *w, size_t rows, size_t n, size_t k,
-                         size_t tiles, const double *ref, const double *mag)
-{
-    size_t tw = k / tiles;
-    float *tiled = malloc(rows * k * sizeof(float) + 4), *y = malloc(rows * n * sizeof(float) + 4);
-    for (size_t t = 0; t < tiles; t++)
-        for (size_t r = 0; r < rows; r++)
-            memcpy(tiled + (t * rows + r) * tw, x + r * k + t * tw, tw * sizeof(float));
-    kern_mat m = {(char *)tiled, HG_F32, tiles, rows, tw, rows * tw, tw, 1};
-    double worst = kern_proj(&m, w, n, k, k, y, n) == 0 ? 0.0 : INFINITY;
-    for (size_t i = 0; i < rows * n; i++)
-        worst = worse(worst, fabs(y[i] - ref[i]) / ((double)k * 0x1p-24 * mag[i] + 1e-30));
-    free(tiled);
-    free(y);
-    return worst;
-}
-
-TEST(projection_paths_agree_with_a_double_reference)
-{
-    test_rng r = test_seed(2024);
-    /* rows, n, k, column tiles of x: odd n, K tails, K blocks, more rows than
-     * a pass (16) and more weight rows than a chunk (512) */
-    static const size_t shapes[][4] = {{16, 48, 64, 1}, {5, 33, 100, 2},   {20, 17, 2100, 3},
-                                       {1, 1, 31, 1},   {16, 64, 1056, 4}, {3, 8, 1024, 1},
-                                       {9, 1030, 96, 2}};
-    kern_force_portable(false);
-    const char *fast = kern_path();
-    printf("     dispatch picks the %s path\n", fast);
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        size_t rows = shapes[s][0], n = shapes[s][1], k = shapes[s][2], tiles = shapes[s][3];
-        float *x = malloc(rows * k * sizeof(float));
-        uint16_t *w = malloc(n * k * sizeof(uint16_t));
-        double *ref = malloc(rows * n * sizeof(double)), *mag = malloc(rows * n * sizeof(double));
-        for (size_t i = 0; i < rows * k; i++)
-            x[i] = (float)((double)test_rand(&r) / 4294967296.0 * 4.0 - 2.0);
-        for (size_t i = 0; i < n * k; i++)
-            w[i] = hg_f32_to_bf16((float)((double)test_rand(&r) / 4294967296.0 * 2.0 - 1.0));
-        proj_reference(x, w, rows, n, k, ref, mag);
-        kern_force_portable(true);
-        double portable = proj_error(x, w, rows, n, k, tiles, ref, mag);
-        kern_force_portable(false);
-        double dispatched = proj_error(x, w, rows, n, k, tiles, ref, mag);
-        free(x);
-        free(w);
-        free(ref);
-        free(mag);
-        printf("     rows %zu n %zu k %zu: worst error %.3f (portable), %.3f (%s) of the bound\n",
-               rows, n, k, portable, dispatched, fast);
-        ASSERT(portable <= 1.0);
-        ASSERT(dispatched <= 1.0);
-    }
-}
-
-/* ------------------------------------------------------------- attention */
-
-/* One chunk of the attention kernels, called directly: kv heads, heads per
- * kv head, D, block size, tokens, and the scores' row length. */
-typedef struct attn_shape {
-    size_t kv_heads, group, d, block, tokens, ctok;
-} attn_shape;
-
-typedef struct attn_out {
-    float *scores, *stats, *part; /* scores after softmax: the probabilities */
-    float *raw;                   /* scores before softmax */
-} attn_out;
-
-/* QK, softmax and PV over one chunk (blocks kb and vb, nb of them). */
-static void attn_run(const attn_shape *sh, const float *q, uint16_t **kb, uint16_t **vb, size_t nb,
-                     attn_out *o)
-{
-    size_t h = sh->kv_heads * sh->group, qs[2] = {1, h * sh->d}, ss[2] = {h, sh->ctok};
-    size_t sts[2] = {h, 2}, ps[2] = {h, sh->d}, bs[3] = {sh->block, sh->kv_heads, sh->d};
-    hg_kview args[KERN_ATTN_MAX_BLOCKS + 2];
-    uint64_t sc[2] = {sh->tokens, hg_scalar_f64(1.0 / sqrt((double)sh->d))};
-    args[0] = kern_dense_view((void *)q, HG_F32, 2, qs);
-    for (size_t i = 0; i < nb; i++)
-        args[1 + i] = kern_dense_view(kb[i], HG_BF16, 3, bs);
-    args[1 + nb] = kern_dense_view(o->scores, HG_F32, 2, ss);
-    ASSERT_EQ(kern_call(&kern_attn_qk, args, (uint32_t)nb + 2, sc, 2), 0);
-    memcpy(o->raw, o->scores, h * sh->ctok * sizeof(float));
-    hg_kview sm[2] = {kern_dense_view(o->scores, HG_F32, 2, ss),
-                      kern_dense_view(o->stats, HG_F32, 2, sts)};
-    ASSERT_EQ(kern_call(&kern_attn_softmax, sm, 2, sc, 1), 0);
-    for (size_t i = 0; i < nb; i++)
-        args[1 + i] = kern_dense_view(vb[i], HG_BF16, 3, bs);
-    args[0] = kern_dense_view(o->scores, HG_F32, 2, ss);
-    args[1 + nb] = kern_dense_view(o->part, HG_F32, 2, ps);
-    ASSERT_EQ(kern_call(&kern_attn_pv, args, (uint32_t)nb + 2, sc, 1), 0);
-}
-
-/* Worst errors of one path as fractions of f32 summation's bound, n 2^-24
- * sum |terms| (for p = e^x, the polynomial's 2^-22 relative plus x's
- * rounding); infinite when
- * the max is not exact or a probability past the tokens is not 0. */
-static double attn_error(const attn_shape *sh, const float *q, uint16_t **kb, uint16_t **vb,
-                         const attn_out *o)
-{
-    size_t hc = sh->kv_heads * sh->group, d = sh->d, T = sh->tokens;
-    double scale = (double)(float)(1.0 / sqrt((double)d)), worst = 0.0;
-    for (size_t h = 0; h < hc; h++) {
-        size_t g = h / sh->group;
-        double mx = -INFINITY, l = 0.0;
-        for (size_t t = 0; t < T; t++) {
-            const uint16_t *k = kb[t / sh->block] + ((t % sh->block) * sh->kv_heads + g) * d;
-            double s = 0.0, m = 0.0;
-            for (size_t i = 0; i < d; i++) {
-                s += (double)q[h * d + i] * hg_bf16_to_f32(k[i]);
-                m += fabs((double)q[h * d + i] * hg_bf16_to_f32(k[i]));
-            }
-            double got = o->raw[h * sh->ctok + t];
-            worst = worse(worst,
-                          fabs(got - scale * s) / ((double)(d + 1) * 0x1p-24 * scale * m + 1e-30));
-            mx = fmax(mx, got);
-        }
-        if (o->stats[2 * h] != (float)mx) /* the max of the scores, exactly */
-            return INFINITY;
-        for (size_t t = 0; t < T; t++) {
-            double x = o->raw[h * sh->ctok + t] - mx, p = o->scores[h * sh->ctok + t];
-            double want = exp(x); /* x's f32 rounding: |x| 2^-24 relative in p */
-            worst = worse(worst, fabs(p - want) / ((0x1p-22 + fabs(x) * 0x1p-24) * want + 1e-30));
-            l += p;
-        }
-        for (size_t t = T; t < sh->ctok; t++) {
-            if (o->scores[h * sh->ctok + t] != 0.0f) /* past the tokens: no weight */
-                return INFINITY;
-        }
-        worst = worse(worst, fabs(o->stats[2 * h + 1] - l) / ((double)T * 0x1p-24 * l + 1e-30));
-        for (size_t i = 0; i < d; i++) {
-            double s = 0.0, m = 0.0;
-            for (size_t t = 0; t < T; t++) {
-                const uint16_t *v = vb[t / sh->block] + ((t % sh->block) * sh->kv_heads + g) * d;
-                double pv = (double)o->scores[h * sh->ctok + t] * hg_bf16_to_f32(v[i]);
-                s += pv;
-                m += fabs(pv);
-            }
-            worst = worse(worst, fabs(o->part[h * d + i] - s) / ((double)T * 0x1p-24 * m + 1e-30));
-        }
-    }
-    return worst;
-}
-
-TEST(attention_paths_agree_with_a_double_reference)
-{
-    test_rng r = test_seed(77);
-    /* Qwen3's chunk (8 kv heads, 5:1, D 128, 4 blocks of 128, a partial
-     * last block); more heads per kv head than a pass takes (9) with D 48
-     * (a 32 and a 16 slab); one head per kv head; D not a multiple of 16 */
-    static const attn_shape shapes[] = {{8, 5, 128, 128, 437, 512},
-                                        {1, 9, 48, 8, 37, 40},
-                                        {3, 1, 16, 16, 16, 16},
-                                        {2, 2, 20, 4, 7, 8}};
-    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
-        const attn_shape *sh = &shapes[si];
-        size_t hc = sh->kv_heads * sh->group, nb = (sh->tokens + sh->block - 1) / sh->block;
-        size_t belems = sh->block * sh->kv_heads * sh->d;
-        float *q = malloc(hc * sh->d * sizeof(float));
-        for (size_t i = 0; i < hc * sh->d; i++)
-            q[i] = (float)((double)test_rand(&r) / 4294967296.0 * 6.0 - 3.0);
-        uint16_t *kb[KERN_ATTN_MAX_BLOCKS], *vb[KERN_ATTN_MAX_BLOCKS];
-        for (size_t b = 0; b < nb; b++) {
-            kb[b] = malloc(belems * sizeof(uint16_t));
-            vb[b] = malloc(belems * sizeof(uint16_t));
-            for (size_t i = 0; i < belems; i++) {
-                /* rows past the chunk's tokens are NaN: read, they would show */
-                bool past = b * sh->block + i / (sh->kv_heads * sh->d) >= sh->tokens;
-                kb[b][i] =
-                    past
-                        ? 0x7fc0
-                        : hg_f32_to_bf16((float)((double)test_rand(&r) / 4294967296.0 * 2.0 - 1.0));
-                vb[b][i] =
-                    past
-                        ? 0x7fc0
-                        : hg_f32_to_bf16((float)((double)test_rand(&r) / 4294967296.0 * 2.0 - 1.0));
-            }
-        }
-        attn_out out[2];
-        for (int path = 0; path < 2; path++) { /* 0 portable, 1 dispatched */
-            attn_out *o = &out[path];
-            o->scores = malloc(hc * sh->ctok * sizeof(float));
-            o->raw = malloc(hc * sh->ctok * sizeof(float));
-            o->stats = malloc(hc * 2 * sizeof(float));
-            o->part = malloc(hc * sh->d * sizeof(float));
-            kern_force_portable(path == 0);
-            attn_run(sh, q, kb, vb, nb, o);
-            kern_force_portable(false);
-        }
-        double portable = attn_error(sh, q, kb, vb, &out[0]);
-        double dispatched = attn_error(sh, q, kb, vb, &out[1]);
-        printf("     kv_heads %zu group %zu D %zu tokens %zu: worst error %.3f (portable), %.3f "
-               "(%s) of the bound\n",
-               sh->kv_heads, sh->group, sh->d, sh->tokens, portable, dispatched, kern_path());
-        ASSERT(portable <= 1.0);
-        ASSERT(dispatched <= 1.0);
-        /* softmax is the same arithmetic on both paths: fed the same scores,
-         * the same bits */
-        memcpy(out[1].scores, out[0].raw, hc * sh->ctok * sizeof(float));
-        size_t ss[2] = {hc, sh->ctok}, sts[2] = {hc, 2};
-        uint64_t tok = sh->tokens;
-        hg_kview sm[2] = {kern_dense_view(out[1].scores, HG_F32, 2, ss),
-                          kern_dense_view(out[1].stats, HG_F32, 2, sts)};
-        ASSERT_EQ(kern_call(&kern_attn_softmax, sm, 2, &tok, 1), 0);
-        ASSERT(memcmp(out[1].scores, out[0].scores, hc * sh->ctok * sizeof(float)) == 0);
-        ASSERT(memcmp(out[1].stats, out[0].stats, hc * 2 * sizeof(float)) == 0);
-        for (int path = 0; path < 2; path++) {
-            free(out[path].scores);
-            free(out[path].raw);
-            free(out[path].stats);
-            free(out[path].part);
-        }
-        for (size_t b = 0; b < nb; b++) {
-            free(kb[b]);
-            free(vb[b]);
-        }
-        free(q);
-    }
-}
-
 /* HG_KERNELS=portable (ctest runs this file once more with it set) forces
- * the portable paths from the first kernel call on; otherwise dispatch
- * picks by the CPU. */
+ * the portable paths from the first kernel call on, as any path the CPU has
+ * is forced; unset, dispatch picks the best path the CPU has. */
 TEST(hg_kernels_env_picks_the_path)
 {
     const char *env = getenv("HG_KERNELS");
-    kern_force_portable(false);
-    if (env != NULL && strcmp(env, "portable") == 0) {
-        ASSERT_STR_EQ(kern_path(), "portable");
-        ASSERT(!kern_use_avx512bf16());
-    } else {
-        ASSERT(strcmp(kern_path(), "portable") == 0 || strcmp(kern_path(), "avx512bf16") == 0);
-        ASSERT_EQ(kern_use_avx512bf16(), strcmp(kern_path(), "avx512bf16") == 0);
+    kern_force_auto();
+    kern_isa want = kern_isa_missing(KERN_AVX512BF16) == NULL ? KERN_AVX512BF16
+                    : kern_isa_missing(KERN_AVX2) == NULL     ? KERN_AVX2
+                                                              : KERN_PORTABLE;
+    for (int p = 0; env != NULL && p < KERN_ISA_COUNT; p++) {
+        if (strcmp(env, kern_isa_name((kern_isa)p)) == 0 && kern_isa_missing((kern_isa)p) == NULL)
+            want = (kern_isa)p;
     }
+    ASSERT_STR_EQ(kern_path(), kern_isa_name(want));
+    ASSERT_EQ(kern_use_avx512bf16(), want == KERN_AVX512BF16);
 }
 
 TEST(scenes_pass_on_the_portable_kernels_too)

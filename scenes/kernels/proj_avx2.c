@@ -1,0 +1,207 @@
+/*
+ * proj_avx2.c: the bf16 projection's AVX2 + FMA path (kern_proj takes it
+ * when kern_isa_now() is KERN_AVX2).
+ *
+ * Without vdpbf16ps each weight is widened to f32 (vpmovzxwd + vpslld: a
+ * bf16 is an f32's top half) and multiplied in f32 FMAs: 16 rows cost 16
+ * multiply-adds per weight, two 8-lane FMAs per cycle make ~2 weight bytes
+ * per cycle per core, so this path is bound by the FMA pipes, not memory.
+ * Its shape serves that:
+ *
+ *   - x (16 rows, rounded to bf16 and widened back: exactly what the other
+ *     paths multiply) is f32 in blocks of P2_KBLOCK columns, 16 KiB, in L1;
+ *   - weight rows go 3 at a time, their block widened once into 3 KiB of
+ *     f32 scratch (in L1), and x rows 4 at a time: 12 ymm accumulators, 3
+ *     weight vectors and one x vector fill the 16 registers; a step of 8
+ *     columns is 3 + 4 loads and 12 FMAs, and 4 such passes cover the 16
+ *     rows;
+ *   - the group after next is prefetched while a group is widened, as the
+ *     AVX-512 path does (rows are read in pieces ldw apart);
+ *   - a pass's 12 sums go through hadd trees (4 vectors -> 4 sums) into
+ *     acc[row][16], which goes to y once per chunk.
+ *
+ * The sums are f32 FMAs in another order than the portable path's: tests
+ * compare both with a double reference, within the same stated bound.
+ */
+#include <string.h>
+
+#include "paths.h"
+
+#if KERN_HAVE_X86
+#define P2_INLINE  __attribute__((always_inline)) static inline
+#define P2_ROWS    16
+#define P2_KBLOCK  256              /* 16 rows x 256 f32 = 16 KiB */
+#define P2_XSTRIDE (P2_KBLOCK + 16) /* floats: rows not 1 KiB apart (L1 sets) */
+#define P2_WROWS   3
+#define P2_XR      4 /* x rows per pass */
+#define P2_PFAHEAD 2 /* groups between the one computed and the one prefetched */
+#define P2_CHUNK   512
+
+typedef struct p2_block {
+    const float *xf; /* [P2_ROWS][P2_XSTRIDE], zero past kb and nrows */
+    size_t nrows, kb;
+    const uint16_t *w;
+    size_t n, ldw;
+    float *acc; /* [n][P2_ROWS] */
+} p2_block;
+
+KERN_AVX2_TARGET P2_INLINE __m256 widen8(const uint16_t *p)
+{
+    __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+
+/* The sums of a, b, c and d's lanes. */
+KERN_AVX2_TARGET P2_INLINE __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d)
+{
+    __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+    return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
+}
+
+/* The group's 3 weight rows' block widened to f32 into wf ([3][P2_KBLOCK],
+ * zero from kb to the next multiple of 8), once for the 4 passes (widening
+ * in every pass cost a shift per 4 FMAs, on a pipe the FMAs share); while it
+ * reads them it prefetches the group at `ahead`, a cache line of each row
+ * per 32 columns. */
+KERN_AVX2_TARGET P2_INLINE void widen_rows(const p2_block *b, const uint16_t *const *wr,
+                                           const char *ahead, float *wf)
+{
+    size_t kk = 0;
+    for (; kk + 32 <= b->kb; kk += 32) {
+#pragma GCC unroll 3
+        for (int i = 0; i < P2_WROWS; i++) {
+            _mm_prefetch(ahead + (size_t)i * b->ldw * 2 + 2 * kk, _MM_HINT_T0);
+#pragma GCC unroll 4
+            for (size_t s = kk; s < kk + 32; s += 8)
+                _mm256_store_ps(wf + (size_t)i * P2_KBLOCK + s, widen8(wr[i] + s));
+        }
+    }
+    for (; kk < b->kb; kk += 8) {
+        size_t len = b->kb - kk < 8 ? b->kb - kk : 8;
+        for (int i = 0; i < P2_WROWS; i++) {
+            uint16_t tail[8] = {0}; /* w is not read past kb */
+            memcpy(tail, wr[i] + kk, len * sizeof(uint16_t));
+            _mm256_store_ps(wf + (size_t)i * P2_KBLOCK + kk, widen8(tail));
+        }
+    }
+}
+
+/* acc[j + i][4p .. 4p + 4) += x rows 4p.. . the widened weight rows wf[i],
+ * over the block (x is zero past kb, and so is wf up to a multiple of 8). */
+KERN_AVX2_TARGET P2_INLINE void p2_pass(const p2_block *b, const float *wf, size_t j, int p)
+{
+    __m256 a[P2_WROWS][P2_XR];
+#pragma GCC unroll 3
+    for (int i = 0; i < P2_WROWS; i++) {
+#pragma GCC unroll 4
+        for (int r = 0; r < P2_XR; r++)
+            a[i][r] = _mm256_setzero_ps();
+    }
+    const float *x0 = b->xf + (size_t)(P2_XR * p) * P2_XSTRIDE;
+#pragma GCC unroll 4
+    for (size_t kk = 0; kk < b->kb; kk += 8) {
+        __m256 wv[P2_WROWS];
+#pragma GCC unroll 3
+        for (int i = 0; i < P2_WROWS; i++)
+            wv[i] = _mm256_load_ps(wf + (size_t)i * P2_KBLOCK + kk);
+#pragma GCC unroll 4
+        for (int r = 0; r < P2_XR; r++) {
+            __m256 xv = _mm256_load_ps(x0 + (size_t)r * P2_XSTRIDE + kk);
+#pragma GCC unroll 3
+            for (int i = 0; i < P2_WROWS; i++)
+                a[i][r] = _mm256_fmadd_ps(wv[i], xv, a[i][r]);
+        }
+    }
+#pragma GCC unroll 3
+    for (int i = 0; i < P2_WROWS; i++) {
+        if (j + (size_t)i >= b->n)
+            break;
+        float *dst = b->acc + (j + (size_t)i) * P2_ROWS + P2_XR * (size_t)p;
+        _mm_storeu_ps(dst,
+                      _mm_add_ps(_mm_loadu_ps(dst), hsum4(a[i][0], a[i][1], a[i][2], a[i][3])));
+    }
+}
+
+KERN_AVX2_TARGET static void p2_block_run(const p2_block *b)
+{
+    float wf[P2_WROWS * P2_KBLOCK] __attribute__((aligned(32)));
+    int passes = (int)((b->nrows + P2_XR - 1) / P2_XR); /* passes of padding rows only: skipped */
+    for (size_t j = 0; j < b->n; j += P2_WROWS) {
+        const uint16_t *wr[P2_WROWS];
+        for (int i = 0; i < P2_WROWS; i++) /* rows past n repeat row j; their sums are dropped */
+            wr[i] = b->w + (j + (size_t)i < b->n ? j + (size_t)i : j) * b->ldw;
+        size_t next = j + P2_PFAHEAD * P2_WROWS;
+        const char *ahead = (const char *)(next + P2_WROWS <= b->n ? b->w + next * b->ldw : b->w);
+        widen_rows(b, wr, ahead, wf);
+        for (int p = 0; p < passes; p++)
+            p2_pass(b, wf, j, p);
+    }
+}
+
+/* f32 rounded to bf16 (nearest even, NaN stays a quiet NaN) and widened
+ * back, 8 lanes: kern_f32_to_bf16's arithmetic. */
+KERN_AVX2_TARGET P2_INLINE __m256 round_bf16(__m256 v)
+{
+    __m256i u = _mm256_castps_si256(v), top = _mm256_set1_epi32((int)0xffff0000u);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
+    __m256i quiet = _mm256_or_si256(_mm256_and_si256(u, top), _mm256_set1_epi32(0x400000));
+    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
+                                     _mm256_set1_epi32(0x7f800000));
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(_mm256_and_si256(r, top), quiet, nan));
+}
+
+KERN_AVX2_TARGET static void round_row(const float *src, size_t n, float *dst)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, round_bf16(_mm256_loadu_ps(src + i)));
+    for (; i < n; i++)
+        dst[i] = kern_bf16_to_f32(kern_f32_to_bf16(src[i]));
+}
+
+/* x rows [r0, r0 + nrows), columns [k0, k0 + kb), rounded, into xf (zero
+ * padded to P2_ROWS rows and to a multiple of 8 columns). */
+KERN_AVX2_TARGET static void load_xf(const kern_mat *x, size_t r0, size_t nrows, size_t k0,
+                                     size_t kb, float *xf)
+{
+    size_t kpad = (kb + 7) / 8 * 8;
+    memset(xf + nrows * P2_XSTRIDE, 0, (P2_ROWS - nrows) * P2_XSTRIDE * sizeof(float));
+    for (size_t r = 0; r < nrows; r++) {
+        float *dst = xf + r * P2_XSTRIDE;
+        memset(dst + kb, 0, (kpad - kb) * sizeof(float));
+        if (x->dtype != HG_F32 || x->s_col != 1) {
+            kern_mat_get_span(x, r0 + r, k0, kb, dst);
+            round_row(dst, kb, dst);
+            continue;
+        }
+        for (size_t i = 0; i < kb;) { /* one tile's piece of the row at a time */
+            size_t c = k0 + i, off = c % x->tcols;
+            size_t len = kb - i < x->tcols - off ? kb - i : x->tcols - off;
+            round_row((const float *)x->data + (c / x->tcols) * x->s_tile + (r0 + r) * x->s_row +
+                          off,
+                      len, dst + i);
+            i += len;
+        }
+    }
+}
+
+KERN_AVX2_TARGET void kern_proj_chunk_avx2(const kern_mat *x, size_t r0, size_t nrows,
+                                           const uint16_t *w, size_t n, size_t k, size_t ldw,
+                                           float *y, size_t ldy)
+{
+    float xf[P2_ROWS * P2_XSTRIDE] __attribute__((aligned(32)));
+    float acc[P2_CHUNK * P2_ROWS] __attribute__((aligned(32)));
+    memset(acc, 0, n * P2_ROWS * sizeof(float));
+    for (size_t k0 = 0; k0 < k; k0 += P2_KBLOCK) {
+        size_t kb = k - k0 < P2_KBLOCK ? k - k0 : P2_KBLOCK;
+        load_xf(x, r0, nrows, k0, kb, xf);
+        p2_block b = {xf, nrows, kb, w + k0, n, ldw, acc};
+        p2_block_run(&b);
+    }
+    for (size_t r = 0; r < nrows; r++) {
+        for (size_t j = 0; j < n; j++)
+            y[r * ldy + j] = acc[j * P2_ROWS + r];
+    }
+}
+#endif
