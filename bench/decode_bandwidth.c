@@ -2,8 +2,11 @@
  * decode_bandwidth.c: is the decode step's projection kernel memory-bound?
  *
  * Measures, in one run, side by side:
- *   0. the vdpbf16ps ceiling on one and two threads, which says whether
- *      both cores were ours (a shared machine's other tenants take cycles);
+ *   0. the compute ceiling of the path the kernels take (vdpbf16ps on
+ *      avx512bf16, 8-lane FMAs on avx2) on one and two threads, which says
+ *      whether both cores were ours (a shared machine's other tenants take
+ *      cycles), and in bytes/s: every kernel's ratio to it is printed beside
+ *      its ratio to the stream;
  *   1. a simple streaming read (sum of 64-bit words) over 1 GiB, on one and
  *      on two threads: the machine's read bandwidth;
  *   2. the projection kernel (kern_proj) at qwen3_decode preset=real's
@@ -17,7 +20,8 @@
  *      reads (weights and the attention's cache rows) per second of it.
  *
  * usage: decode_bandwidth [REPS] [LAYERS] [DEVICE]   (defaults 7, 2, sim;
- *        LAYERS 0 skips the scene)
+ *        LAYERS 0 skips the scene); decode_bandwidth count (see count_only)
+ * HG_KERNELS picks the path measured beside the portable one.
  * The stream and the kernel alternate rep by rep, so both see the same
  * (shared, noisy) machine; best and median of REPS, as STREAM reports its
  * best.  Ratios are what to compare across machines.
@@ -135,51 +139,75 @@ static double stream_once(const uint64_t *buf, helper *h)
 
 /* ------------------------------------------------------ compute ceiling */
 
-/* vdpbf16ps per second on this thread: 12 independent chains in registers,
- * the projection's instruction at its ceiling.  On 2 threads it is twice
- * the 1-thread rate when both cores are ours; less means another tenant
- * has a core (these machines are shared), and a compute-heavy kernel then
- * loses more than the stream does.  0 where the CPU has no AVX-512 BF16. */
+/* The projection's instruction at its ceiling, per second on this thread:
+ * 12 independent chains in registers, vdpbf16ps on the avx512bf16 path,
+ * the 8-lane vfmadd231ps on avx2 (none on the portable path: 0).  On 2
+ * threads it is twice the 1-thread rate when both cores are ours; less
+ * means another tenant has a core (these machines are shared), and a
+ * compute-bound kernel then loses more than the stream does. */
 typedef struct peak_job {
     double per_s;
 } peak_job;
 
+#define PEAK_ITERS 4000000L /* x 12 instructions: ~10 ms */
 #if defined(__x86_64__) && defined(__GNUC__)
 #define DP(i) "vdpbf16ps %%zmm30, %%zmm31, %%zmm" #i "\n\t"
-__attribute__((target("avx512f,avx512bf16"))) static void *peak_run(void *arg)
+__attribute__((target("avx512f,avx512bf16"))) static void *peak_dp(void *arg)
 {
     peak_job *j = arg;
-    const long iters = 4000000; /* x 12 instructions: ~10 ms */
     __asm__ volatile("vpxord %%zmm30, %%zmm30, %%zmm30\n\tvpxord %%zmm31, %%zmm31, %%zmm31" ::
                          : "xmm30", "xmm31");
     uint64_t start = clock_now_ns();
-    for (long i = 0; i < iters; i++)
+    for (long i = 0; i < PEAK_ITERS; i++)
         __asm__ volatile(DP(0) DP(1) DP(2) DP(3) DP(4) DP(5) DP(6) DP(7) DP(8) DP(9) DP(10) DP(11)::
                              : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
                                "xmm8", "xmm9", "xmm10", "xmm11");
-    j->per_s = 12.0 * (double)iters / ((double)(clock_now_ns() - start) / 1e9);
+    j->per_s = 12.0 * (double)PEAK_ITERS / ((double)(clock_now_ns() - start) / 1e9);
     return NULL;
 }
-#else
-static void *peak_run(void *arg)
+
+#define FMA(i) "vfmadd231ps %%ymm14, %%ymm15, %%ymm" #i "\n\t"
+__attribute__((target("avx2,fma"))) static void *peak_fma(void *arg)
 {
-    ((peak_job *)arg)->per_s = 0.0;
+    peak_job *j = arg;
+    __asm__ volatile("vxorps %%ymm14, %%ymm14, %%ymm14\n\tvxorps %%ymm15, %%ymm15, %%ymm15" ::
+                         : "xmm14", "xmm15");
+    uint64_t start = clock_now_ns();
+    for (long i = 0; i < PEAK_ITERS; i++)
+        __asm__ volatile(FMA(0) FMA(1) FMA(2) FMA(3) FMA(4) FMA(5) FMA(6) FMA(7) FMA(8) FMA(9)
+                             FMA(10) FMA(11)::
+                                 : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
+                                   "xmm8", "xmm9", "xmm10", "xmm11");
+    j->per_s = 12.0 * (double)PEAK_ITERS / ((double)(clock_now_ns() - start) / 1e9);
     return NULL;
 }
 #endif
 
-/* G vdpbf16ps/s on this thread alone (*one) and on both together (*two);
- * peak_run is called only where the CPU has the instruction. */
+/* Weight bytes one ceiling instruction covers at 16 rows: vdpbf16ps does
+ * 32 multiply-adds, 2 weights x 16 rows, per 4 weight bytes; an 8-lane FMA
+ * 8 multiply-adds, 1 byte's share (16 bytes x 16 rows / 256). */
+static double bytes_per_peak_instr(kern_isa path)
+{
+    return path == KERN_AVX512BF16 ? 4.0 : path == KERN_AVX2 ? 1.0 : 0.0;
+}
+
+/* G ceiling instructions/s on this thread alone (*one) and on both
+ * together (*two), for the path the kernels take. */
 static void peak_once(helper *h, double *one, double *two)
 {
     peak_job jobs[2] = {{0}, {0}};
-    if (!kern_use_avx512bf16()) {
+    void *(*fn)(void *) = NULL;
+#if defined(__x86_64__) && defined(__GNUC__)
+    kern_isa path = kern_isa_now();
+    fn = path == KERN_AVX512BF16 ? peak_dp : path == KERN_AVX2 ? peak_fma : NULL;
+#endif
+    if (fn == NULL) {
         *one = *two = 0.0;
         return;
     }
-    run_pair(NULL, peak_run, &jobs[0], NULL);
+    run_pair(NULL, fn, &jobs[0], NULL);
     *one = jobs[0].per_s / 1e9;
-    run_pair(h, peak_run, &jobs[0], &jobs[1]);
+    run_pair(h, fn, &jobs[0], &jobs[1]);
     *two = (jobs[0].per_s + jobs[1].per_s) / 1e9;
 }
 
@@ -503,27 +531,38 @@ static int measure(int reps, double *stream2_best)
     double s1_med = median(s1, reps), s1_best = s1[reps - 1];
     double s2_med = median(s2, reps), s2_best = s2[reps - 1];
     double p1_med = median(p1, reps), p2_med = median(p2, reps);
-    printf("vdpbf16ps ceiling, G/s median: 1 thread %.2f, 2 threads %.2f (%.2fx: 2.00 when both "
-           "cores are free)\n",
-           p1_med, p2_med, p1_med > 0 ? p2_med / p1_med : 0.0);
+    kern_isa isa = kern_isa_now();
+    /* the ceilings in bytes/s on 2 threads: weights at 16 rows; K and V, each
+     * 8 (avx2) or 16 (avx512) bf16 feeding ATTN_GROUP f32 FMAs (taken at the
+     * ceiling instruction's rate) */
+    double proj_ceiling = p2_med * bytes_per_peak_instr(isa);
+    double attn_ceiling = p2_med * (isa == KERN_AVX512BF16 ? 32.0 : 16.0) / ATTN_GROUP;
+    printf("%s ceiling, G/s median: 1 thread %.2f, 2 threads %.2f (%.2fx: 2.00 when both "
+           "cores are free): %.2f GB/s of weights at 16 rows, %.2f GB/s of K and V\n",
+           isa == KERN_AVX512BF16 ? "vdpbf16ps"
+           : isa == KERN_AVX2     ? "vfmadd231ps ymm"
+                                  : "no",
+           p1_med, p2_med, p1_med > 0 ? p2_med / p1_med : 0.0, proj_ceiling, attn_ceiling);
     printf("stream read of 1 GiB, %d reps, best / median GB/s: 1 thread %.2f / %.2f, "
            "2 threads %.2f / %.2f\n",
            reps, s1_best, s1_med, s2_best, s2_med);
-    printf("projection, 16 rows, 2 threads, GB/s of weights, best / median (ratio to the "
-           "2-thread stream's best / median); portable path median:\n");
+    printf("projection, 16 rows, 2 threads, GB/s of weights, best / median; the median's ratio "
+           "to the 2-thread ceiling and to the 2-thread stream's median; portable path median:\n");
     for (int i = 0; i < NSHAPES; i++) {
         double med = median(fast[i], reps), best = fast[i][reps - 1];
-        printf("  %-24s %s %6.2f / %6.2f (%.2f / %.2f)   portable %5.2f\n", pc[i].name, path, best,
-               med, best / s2_best, med / s2_med, median(portable[i], 3));
+        printf("  %-24s %s %6.2f / %6.2f  ceiling %.2f  stream %.2f   portable %5.2f\n", pc[i].name,
+               path, best, med, proj_ceiling > 0 ? med / proj_ceiling : 0.0, med / s2_med,
+               median(portable[i], 3));
         free(pc[i].w);
         free(pc[i].x);
         free(pc[i].y);
     }
     double attn_med = median(attn, reps), attn_best = attn[reps - 1];
     printf("attention of one layer (QK, softmax, PV; 16 x 3500 tokens, 40 heads over 8 kv heads "
-           "of 128), 2 threads, GB/s of K and V:\n  %-24s %s %6.2f / %6.2f (%.2f / %.2f)   "
-           "portable %5.2f\n",
-           "16 x 3500 x 8 x 128", path, attn_best, attn_med, attn_best / s2_best, attn_med / s2_med,
+           "of 128), 2 threads, GB/s of K and V:\n  %-24s %s %6.2f / %6.2f  ceiling %.2f  "
+           "stream %.2f   portable %5.2f\n",
+           "16 x 3500 x 8 x 128", path, attn_best, attn_med,
+           attn_ceiling > 0 ? attn_med / attn_ceiling : 0.0, attn_med / s2_med,
            median(attn_portable, 3));
     for (int i = 0; i < 2; i++) {
         free(jobs[i].scores);
@@ -537,8 +576,37 @@ static int measure(int reps, double *stream2_best)
     return 0;
 }
 
+/* `count`: each projection shape once on this thread, for an instruction
+ * count (callgrind counts the same whatever the load; valgrind 3.19 cannot
+ * run AVX-512, so force another path):
+ *   HG_KERNELS=avx2 valgrind --tool=callgrind --toggle-collect=kern_proj \
+ *       build/decode_bandwidth count
+ * and divide the Ir by the weight bytes it prints. */
+static int count_only(void)
+{
+    proj_case pc[3] = {{.name = "5120x5120", .n = 5120, .k = 5120},
+                       {.name = "17408x5120", .n = 17408, .k = 5120},
+                       {.name = "5120x17408", .n = 5120, .k = 17408}};
+    double bytes = 0.0;
+    for (int i = 0; i < 3; i++) {
+        if (!proj_case_init(&pc[i]))
+            return 3;
+        kern_proj(&pc[i].xm, pc[i].w, pc[i].n, pc[i].k, pc[i].k, pc[i].y, pc[i].n);
+        bytes += (double)(pc[i].n * pc[i].k * 2);
+        free(pc[i].w);
+        free(pc[i].x);
+        free(pc[i].y);
+    }
+    printf("kern_proj on the %s path, 16 rows: %.0f weight bytes (5120x5120, 17408x5120, "
+           "5120x17408)\n",
+           kern_path(), bytes);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "count") == 0)
+        return count_only();
     int reps = argc > 1 ? atoi(argv[1]) : 7;
     const char *layers = argc > 2 ? argv[2] : "2";
     const char *spec = argc > 3 ? argv[3] : "sim";

@@ -15,6 +15,7 @@
  * matches bit for bit whatever the summation order.
  */
 #include "kernels/gemm_cl.h"
+#include "kernels/kernels.h"
 #include "scene/scene.h"
 #include "tensor/checked.h"
 
@@ -28,48 +29,8 @@ static const scene_param bgemm_params[] = {
 
 enum { CFG_TILE, CFG_GM, CFG_GN, CFG_GK, CFG_LEN };
 
-/* P = A x B for one tile; args: A (IN, m x k), B (IN, k x n), P (OUT, m x n).
- * The scene's views all have unit inner stride; anything else is refused. */
-static int gemm_kernel(const hg_kernel_ctx *ctx)
-{
-    if (ctx->nargs != 3)
-        return 1;
-    const hg_kview *a = &ctx->args[0], *b = &ctx->args[1], *p = &ctx->args[2];
-    size_t m = a->shape[0], k = a->shape[1], n = b->shape[1];
-    if (b->shape[0] != k || p->shape[0] != m || p->shape[1] != n || a->strides[1] != 1 ||
-        b->strides[1] != 1 || p->strides[1] != 1)
-        return 1;
-    for (size_t r = 0; r < m; r++) {
-        const float *arow = (const float *)a->data + r * a->strides[0];
-        float *prow = (float *)p->data + r * p->strides[0];
-        for (size_t c = 0; c < n; c++)
-            prow[c] = 0.0f;
-        for (size_t kk = 0; kk < k; kk++) {
-            const float *brow = (const float *)b->data + kk * b->strides[0];
-            for (size_t c = 0; c < n; c++)
-                prow[c] += arow[kk] * brow[c];
-        }
-    }
-    return 0;
-}
-
-/* C += P for one tile; args: P (IN), C (INOUT), both rows x cols. */
-static int add_kernel(const hg_kernel_ctx *ctx)
-{
-    if (ctx->nargs != 2)
-        return 1;
-    const hg_kview *p = &ctx->args[0], *c = &ctx->args[1];
-    if (p->shape[0] != c->shape[0] || p->shape[1] != c->shape[1] || p->strides[1] != 1 ||
-        c->strides[1] != 1)
-        return 1;
-    for (size_t r = 0; r < c->shape[0]; r++) {
-        const float *prow = (const float *)p->data + r * p->strides[0];
-        float *crow = (float *)c->data + r * c->strides[0];
-        for (size_t col = 0; col < c->shape[1]; col++)
-            crow[col] += prow[col];
-    }
-    return 0;
-}
+/* The host kernels are kernels/gemm.c's (P = A x B, C += P per tile, with
+ * their AVX2 paths); the OpenCL ones are below. */
 
 /* The same two kernels for OpenCL devices (hostgraph.h's calling
  * convention), one program: the host kernels' checks, then gemm_cl.h's
@@ -100,8 +61,8 @@ static const char bgemm_cl[] = KERN_CL_GEMM
     "           c_v.shape[1]);\n"
     "}\n";
 
-static const hg_kernel gemm = {"gemm", gemm_kernel, HG_CORE_CUBE, bgemm_cl, "gemm"};
-static const hg_kernel add = {"add", add_kernel, HG_CORE_VECTOR, bgemm_cl, "add"};
+static const hg_kernel gemm = {"gemm", kern_gemm_tile, HG_CORE_CUBE, bgemm_cl, "gemm"};
+static const hg_kernel add = {"add", kern_add_tile, HG_CORE_VECTOR, bgemm_cl, "add"};
 
 /* The grid the config describes, in elements and tiles. */
 typedef struct bgemm_grid {

@@ -10,8 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "kernels.h"
-#include "simd.h"
+#include "paths.h"
 
 #if KERN_HAVE_X86
 /* The AVX-512 paths: chosen at run time. */
@@ -58,13 +57,6 @@ ATTN_INLINE float exp_nonpositive(float x)
     return p * pow2.f;
 }
 
-/* A chunk's cache blocks: args[first .. first + nb), each bf16
- * [block_size, kv_heads, D] with dense rows.  False if they disagree. */
-typedef struct chunk_blocks {
-    const hg_kview *blocks;
-    size_t nb, block_size, kv_heads, d;
-} chunk_blocks;
-
 static bool blocks_of(const hg_kernel_ctx *ctx, uint32_t first, uint32_t nb, chunk_blocks *cb)
 {
     if (nb == 0 || nb > KERN_ATTN_MAX_BLOCKS || first + nb > ctx->nargs)
@@ -101,18 +93,6 @@ static float *dense_f32(const hg_kview *v, size_t rows, size_t cols)
         return NULL;
     return v->data;
 }
-
-/* What the token loops of QK and PV need: the chunk's blocks, the heads
- * per kv head, the tokens, and the scores or probabilities [heads][ctok]. */
-typedef struct chunk_job {
-    const chunk_blocks *cb;
-    size_t group, tokens, ctok;
-    float *scores;  /* QK: written; PV: read only */
-    const float *q; /* QK: heads x d */
-    float scale;
-    float *part; /* PV: heads x d, accumulated */
-    float *row;  /* d floats of scratch */
-} chunk_job;
 
 /* scores[h][t] = scale * q[h] . K[t][h / group] */
 ATTN_INLINE void qk_tokens(const chunk_job *j)
@@ -489,10 +469,13 @@ ATTN_AVX512 static void softmax_avx512(float *row, size_t n, float *m, float *l)
 static void run_qk(const chunk_job *j)
 {
 #if KERN_HAVE_X86
-    if (kern_use_avx512bf16()) {
+    kern_isa path = kern_isa_now();
+    if (path == KERN_AVX512BF16) {
         attn_avx512(ATTN_QK, j);
         return;
     }
+    if (path == KERN_AVX2 && kern_attn_qk_avx2(j))
+        return;
 #endif
     qk_portable(j);
 }
@@ -500,10 +483,13 @@ static void run_qk(const chunk_job *j)
 static void run_pv(const chunk_job *j)
 {
 #if KERN_HAVE_X86
-    if (kern_use_avx512bf16()) {
+    kern_isa path = kern_isa_now();
+    if (path == KERN_AVX512BF16) {
         attn_avx512(ATTN_PV, j);
         return;
     }
+    if (path == KERN_AVX2 && kern_attn_pv_avx2(j))
+        return;
 #endif
     pv_portable(j);
 }
@@ -511,8 +497,13 @@ static void run_pv(const chunk_job *j)
 static void run_softmax(float *row, size_t n, float *m, float *l)
 {
 #if KERN_HAVE_X86
-    if (kern_use_avx512bf16()) {
+    kern_isa path = kern_isa_now();
+    if (path == KERN_AVX512BF16) {
         softmax_avx512(row, n, m, l);
+        return;
+    }
+    if (path == KERN_AVX2) {
+        kern_attn_softmax_avx2(row, n, m, l);
         return;
     }
 #endif

@@ -3,8 +3,9 @@
  * -march, so the fast paths compile with target attributes and are chosen
  * here, at run time, from the CPU's features:
  *
- *   avx512bf16  AVX-512 F, BW, VL, DQ and BF16 (vdpbf16ps), all or nothing,
- *               so every path of that level may use any of them;
+ *   avx512bf16  AVX-512 F, BW, VL, DQ and BF16 (vdpbf16ps), and the avx2
+ *               level's features, all or nothing, so every path of that
+ *               level may use any of them;
  *   avx2        AVX2, FMA and F16C (a host with AVX-512 but no BF16, such as
  *               Skylake-SP or Ice Lake, takes it too);
  *   portable    plain C, any CPU.
@@ -51,7 +52,10 @@ const char *kern_isa_missing(kern_isa p)
         KERN_NEED("f16c", "f16c");
         return NULL;
     }
-    if (p == KERN_AVX512BF16) { /* FMA too: every AVX-512 CPU has it */
+    if (p == KERN_AVX512BF16) { /* the avx2 level too: its kernels without an AVX-512 path
+                                   (bgemm's tiles) take the AVX2 one */
+        KERN_NEED("avx2", "avx2");
+        KERN_NEED("f16c", "f16c");
         KERN_NEED("avx512f", "avx512f");
         KERN_NEED("avx512bw", "avx512bw");
         KERN_NEED("avx512vl", "avx512vl");

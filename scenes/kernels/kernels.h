@@ -98,6 +98,15 @@ int kern_proj(const kern_mat *x, const uint16_t *w, size_t n, size_t k, size_t l
 extern const hg_kernel kern_proj_kernel;
 const hg_kernel *kern_proj_for(hg_dtype x);
 
+/* -------------------------------------------------------- bgemm's tiles */
+
+/* bgemm's task functions (gemm.c), on every path.  GEMM: P = A x B; args
+ * A (IN, f32 m x k), B (IN, k x n), P (OUT, m x n), rows of unit stride.
+ * ADD: C += P; args P (IN), C (INOUT), the same shape.  Fail (1) on views
+ * that do not agree. */
+int kern_gemm_tile(const hg_kernel_ctx *ctx);
+int kern_add_tile(const hg_kernel_ctx *ctx);
+
 /* ------------------------------------------------------------- dispatch */
 
 /* The code paths (dispatch.c): every kernel with a fast path has one per

@@ -215,11 +215,14 @@ TEST(attention_paths_agree_with_a_double_reference)
     report_paths();
     /* Qwen3's chunk (8 kv heads, 5:1, D 128, 4 blocks of 128, a partial
      * last block); more heads per kv head than a pass takes (9) with D 48
-     * (a 32 and a 16 slab); one head per kv head; D not a multiple of 16 */
+     * (a 32 and a 16 slab; AVX2: 8 + 1 heads in QK, 6 + 3 in PV); one head
+     * per kv head; D not a multiple of 8 (the portable loops on every
+     * path); D 24 (AVX2: a 16 and an 8 slab) */
     static const attn_shape shapes[] = {{8, 5, 128, 128, 437, 512},
                                         {1, 9, 48, 8, 37, 40},
                                         {3, 1, 16, 16, 16, 16},
-                                        {2, 2, 20, 4, 7, 8}};
+                                        {2, 2, 20, 4, 7, 8},
+                                        {2, 3, 24, 8, 13, 16}};
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const attn_shape *sh = &shapes[si];
         size_t hc = sh->kv_heads * sh->group, nb = (sh->tokens + sh->block - 1) / sh->block;
@@ -284,6 +287,95 @@ TEST(attention_paths_agree_with_a_double_reference)
             free(vb[b]);
         }
         free(q);
+    }
+}
+
+/* ------------------------------------------------------- bgemm's tiles */
+
+/* P = A x B by kern_gemm_tile on the path forced, then C += P by
+ * kern_add_tile; A is m x k, B k x n, dense. */
+static void gemm_run(const float *a, const float *b, size_t m, size_t n, size_t k, float *p,
+                     float *c)
+{
+    size_t sa[2] = {m, k}, sb[2] = {k, n}, sp[2] = {m, n};
+    hg_kview g[3] = {kern_dense_view((void *)a, HG_F32, 2, sa),
+                     kern_dense_view((void *)b, HG_F32, 2, sb), kern_dense_view(p, HG_F32, 2, sp)};
+    ASSERT_EQ(
+        kern_call(&(hg_kernel){"gemm", kern_gemm_tile, HG_CORE_CUBE, NULL, NULL}, g, 3, NULL, 0),
+        0);
+    hg_kview ad[2] = {kern_dense_view(p, HG_F32, 2, sp), kern_dense_view(c, HG_F32, 2, sp)};
+    ASSERT_EQ(
+        kern_call(&(hg_kernel){"add", kern_add_tile, HG_CORE_VECTOR, NULL, NULL}, ad, 2, NULL, 0),
+        0);
+}
+
+TEST(gemm_and_add_tiles_agree_on_every_path)
+{
+    test_rng r = test_seed(31);
+    report_paths();
+    /* m, n, k: bgemm's tiles (32, 128), row tails of the 6-row block, a
+     * column tail of 8 and one under 8, a single element */
+    static const size_t shapes[][3] = {{32, 32, 32}, {128, 128, 128}, {7, 29, 5},
+                                       {13, 24, 40}, {1, 1, 1},       {5, 17, 64}};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        size_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
+        float *a = malloc(m * k * sizeof(float)), *b = malloc(k * n * sizeof(float));
+        float *p[KERN_ISA_COUNT], *c[KERN_ISA_COUNT];
+        for (int exact = 1; exact >= 0; exact--) {
+            /* exact: multiples of 1/8 of at most 4 (bgemm's inputs), so every
+             * order of sums gives the same bits; else random in [-1, 1) */
+            for (size_t i = 0; i < m * k; i++)
+                a[i] = exact ? (float)(test_rand(&r) % 64) / 8.0f - 4.0f
+                             : (float)((double)test_rand(&r) / 2147483648.0 - 1.0);
+            for (size_t i = 0; i < k * n; i++)
+                b[i] = exact ? (float)(test_rand(&r) % 64) / 8.0f - 4.0f
+                             : (float)((double)test_rand(&r) / 2147483648.0 - 1.0);
+            for (int q = 0; q < KERN_ISA_COUNT; q++) {
+                p[q] = malloc(m * n * sizeof(float));
+                c[q] = malloc(m * n * sizeof(float));
+                for (size_t i = 0; i < m * n; i++)
+                    c[q][i] = (float)i * 0.25f; /* the ADD's C starts non-zero */
+                if (!kern_force((kern_isa)q))
+                    continue;
+                gemm_run(a, b, m, n, k, p[q], c[q]);
+                kern_force_auto();
+                double worst = 0.0;
+                for (size_t i = 0; i < m; i++) {
+                    for (size_t j = 0; j < n; j++) {
+                        double s = 0.0, mag = 0.0;
+                        for (size_t kk = 0; kk < k; kk++) {
+                            s += (double)a[i * k + kk] * b[kk * n + j];
+                            mag += fabs((double)a[i * k + kk] * b[kk * n + j]);
+                        }
+                        worst = fmax(worst, fabs(p[q][i * n + j] - s) /
+                                                ((double)k * 0x1p-24 * mag + 1e-30));
+                    }
+                }
+                printf("     %zu x %zu x %zu %s: worst error %.3f of the bound (%s)\n", m, n, k,
+                       exact ? "exact" : "random", worst, kern_isa_name((kern_isa)q));
+                ASSERT(worst <= 1.0);
+                if (exact) /* every path: the portable bits */
+                    ASSERT(memcmp(p[q], p[0], m * n * sizeof(float)) == 0);
+                /* the same P gives the same C on every path */
+                memcpy(p[q], p[0], m * n * sizeof(float));
+                for (size_t i = 0; i < m * n; i++)
+                    c[q][i] = (float)i * 0.25f;
+                kern_force((kern_isa)q);
+                hg_kview ad[2] = {kern_dense_view(p[q], HG_F32, 2, (size_t[]){m, n}),
+                                  kern_dense_view(c[q], HG_F32, 2, (size_t[]){m, n})};
+                ASSERT_EQ(kern_call(&(hg_kernel){"add", kern_add_tile, HG_CORE_VECTOR, NULL, NULL},
+                                    ad, 2, NULL, 0),
+                          0);
+                kern_force_auto();
+                ASSERT(memcmp(c[q], c[0], m * n * sizeof(float)) == 0);
+            }
+            for (int q = 0; q < KERN_ISA_COUNT; q++) {
+                free(p[q]);
+                free(c[q]);
+            }
+        }
+        free(a);
+        free(b);
     }
 }
 

@@ -1,0 +1,172 @@
+/*
+ * gemm.c: bgemm's two tile kernels, P = A x B and C += P (f32), on every
+ * path.  bgemm.c's kernel records call these; the bodies live here with
+ * the other workload kernels so that scene files never carry kernel code.
+ *
+ * The AVX2 GEMM is a register-blocked micro-kernel: a 6 x 16 block of P in
+ * 12 ymm accumulators, per step of K two loads of B's row, six broadcasts
+ * of A's column and 12 FMAs (FMA bound: 2 per cycle).  Blocks walk P's
+ * columns outermost, so B's 16-column panel (K x 64 bytes) stays in L1 while
+ * the row blocks pass over it.  Row tails take a block of fewer rows,
+ * column tails 8-wide blocks, then the portable loop for the last < 8.
+ * Sums go over K in order from 0, as the portable loop's do, with fused
+ * multiply-adds: bit for bit the portable result wherever the products are
+ * exact (bgemm's inputs: multiples of 1/8), else within f32 summation's
+ * bound.  The ADD is the same arithmetic on every path: the same bits.
+ */
+#include "paths.h"
+
+/* A dense-rowed f32 matrix: data, rows, cols, row stride. */
+typedef struct gemm_mat {
+    float *p;
+    size_t rows, cols, ld;
+} gemm_mat;
+
+static bool mat_of(const hg_kview *v, gemm_mat *m)
+{
+    if (v->dtype != HG_F32 || v->ndims != 2 || v->strides[1] != 1)
+        return false;
+    *m = (gemm_mat){v->data, v->shape[0], v->shape[1], v->strides[0]};
+    return true;
+}
+
+/* P[:, c0..n) = A x B[:, c0..n), the portable loops. */
+static void gemm_portable(const gemm_mat *a, const gemm_mat *b, const gemm_mat *p, size_t c0)
+{
+    for (size_t r = 0; r < a->rows; r++) {
+        const float *arow = a->p + r * a->ld;
+        float *prow = p->p + r * p->ld;
+        for (size_t c = c0; c < b->cols; c++)
+            prow[c] = 0.0f;
+        for (size_t kk = 0; kk < a->cols; kk++) {
+            const float *brow = b->p + kk * b->ld;
+            for (size_t c = c0; c < b->cols; c++)
+                prow[c] += arow[kk] * brow[c];
+        }
+    }
+}
+
+#if KERN_HAVE_X86
+#define G2_INLINE __attribute__((always_inline)) static inline
+#define G2_MR     6
+
+/* P[r0.., c0..) for nr rows (<= 6) and 8 nv columns (nv 1 or 2). */
+KERN_AVX2_TARGET G2_INLINE void micro(const gemm_mat *a, const gemm_mat *b, const gemm_mat *p,
+                                      size_t r0, size_t c0, int nr, int nv)
+{
+    __m256 acc[G2_MR][2];
+#pragma GCC unroll 6
+    for (int r = 0; r < nr; r++) {
+        acc[r][0] = _mm256_setzero_ps();
+        acc[r][1] = _mm256_setzero_ps();
+    }
+    const float *arow = a->p + r0 * a->ld, *bcol = b->p + c0;
+    for (size_t kk = 0; kk < a->cols; kk++) {
+        __m256 bv[2];
+#pragma GCC unroll 2
+        for (int v = 0; v < nv; v++)
+            bv[v] = _mm256_loadu_ps(bcol + kk * b->ld + 8 * (size_t)v);
+#pragma GCC unroll 6
+        for (int r = 0; r < nr; r++) {
+            __m256 av = _mm256_broadcast_ss(arow + (size_t)r * a->ld + kk);
+#pragma GCC unroll 2
+            for (int v = 0; v < nv; v++)
+                acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < nr; r++) {
+#pragma GCC unroll 2
+        for (int v = 0; v < nv; v++)
+            _mm256_storeu_ps(p->p + (r0 + (size_t)r) * p->ld + c0 + 8 * (size_t)v, acc[r][v]);
+    }
+}
+
+/* Every row block of columns [c0, c0 + 8 nv). */
+KERN_AVX2_TARGET G2_INLINE void column_panel(const gemm_mat *a, const gemm_mat *b,
+                                             const gemm_mat *p, size_t c0, int nv)
+{
+    size_t r0 = 0;
+    for (; r0 + G2_MR <= a->rows; r0 += G2_MR)
+        micro(a, b, p, r0, c0, G2_MR, nv);
+    switch (a->rows - r0) {
+    case 1:
+        micro(a, b, p, r0, c0, 1, nv);
+        break;
+    case 2:
+        micro(a, b, p, r0, c0, 2, nv);
+        break;
+    case 3:
+        micro(a, b, p, r0, c0, 3, nv);
+        break;
+    case 4:
+        micro(a, b, p, r0, c0, 4, nv);
+        break;
+    case 5:
+        micro(a, b, p, r0, c0, 5, nv);
+        break;
+    default:
+        break;
+    }
+}
+
+/* Columns up to the last multiple of 8; returns where the rest begins. */
+KERN_AVX2_TARGET static size_t gemm_avx2(const gemm_mat *a, const gemm_mat *b, const gemm_mat *p)
+{
+    size_t c0 = 0;
+    for (; c0 + 16 <= b->cols; c0 += 16)
+        column_panel(a, b, p, c0, 2);
+    if (c0 + 8 <= b->cols) {
+        column_panel(a, b, p, c0, 1);
+        c0 += 8;
+    }
+    return c0;
+}
+
+KERN_AVX2_TARGET static size_t add_avx2(const float *p, float *c, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(c + i, _mm256_add_ps(_mm256_loadu_ps(c + i), _mm256_loadu_ps(p + i)));
+    return i;
+}
+#endif
+
+int kern_gemm_tile(const hg_kernel_ctx *ctx)
+{
+    gemm_mat a, b, p;
+    if (ctx->nargs != 3 || !mat_of(&ctx->args[0], &a) || !mat_of(&ctx->args[1], &b) ||
+        !mat_of(&ctx->args[2], &p) || b.rows != a.cols || p.rows != a.rows || p.cols != b.cols)
+        return 1;
+    size_t c0 = 0;
+#if KERN_HAVE_X86
+    if (kern_isa_now() != KERN_PORTABLE) /* the AVX-512 level has AVX2 and FMA */
+        c0 = gemm_avx2(&a, &b, &p);
+#endif
+    if (c0 < b.cols)
+        gemm_portable(&a, &b, &p, c0);
+    return 0;
+}
+
+int kern_add_tile(const hg_kernel_ctx *ctx)
+{
+    gemm_mat p, c;
+    if (ctx->nargs != 2 || !mat_of(&ctx->args[0], &p) || !mat_of(&ctx->args[1], &c) ||
+        p.rows != c.rows || p.cols != c.cols)
+        return 1;
+    bool fast = kern_isa_now() != KERN_PORTABLE;
+    for (size_t r = 0; r < c.rows; r++) {
+        const float *prow = p.p + r * p.ld;
+        float *crow = c.p + r * c.ld;
+        size_t col = 0;
+#if KERN_HAVE_X86
+        if (fast)
+            col = add_avx2(prow, crow, c.cols);
+#else
+        (void)fast;
+#endif
+        for (; col < c.cols; col++)
+            crow[col] += prow[col];
+    }
+    return 0;
+}
