@@ -28,19 +28,6 @@
 #define A2_TB      16 /* PV's tokens per block */
 #define A2_AHEAD   2  /* QK prefetches the row this many tokens on */
 
-KERN_AVX2_TARGET A2_INLINE __m256 widen8(const uint16_t *p)
-{
-    __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
-}
-
-/* The sums of a, b, c and d's lanes. */
-KERN_AVX2_TARGET A2_INLINE __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d)
-{
-    __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
-    return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
-}
-
 /* Token t's row (kv head 0). */
 A2_INLINE const uint16_t *token_row(const chunk_blocks *cb, size_t t)
 {
@@ -92,7 +79,7 @@ KERN_AVX2_TARGET A2_INLINE void qk_heads(const chunk_job *j, const uint16_t *k, 
     for (int h = 0; h < A2_QK_MAXH; h++)
         acc[h] = _mm256_setzero_ps();
     for (size_t c = 0; c < d; c += 8) {
-        __m256 kv = widen8(k + c);
+        __m256 kv = kern_widen8(k + c);
 #pragma GCC unroll 8
         for (int h = 0; h < nh; h++)
             acc[h] = _mm256_fmadd_ps(_mm256_load_ps(q + (size_t)h * d + c), kv, acc[h]);
@@ -100,7 +87,7 @@ KERN_AVX2_TARGET A2_INLINE void qk_heads(const chunk_job *j, const uint16_t *k, 
     float s[A2_QK_MAXH] __attribute__((aligned(16)));
 #pragma GCC unroll 2
     for (int h = 0; h < nh; h += 4)
-        _mm_store_ps(s + h, hsum4(acc[h], acc[h + 1], acc[h + 2], acc[h + 3]));
+        _mm_store_ps(s + h, kern_hsum4(acc[h], acc[h + 1], acc[h + 2], acc[h + 3]));
 #pragma GCC unroll 8
     for (int h = 0; h < nh; h++)
         j->scores[(h0 + (size_t)h) * j->ctok + t] = j->scale * s[h];
@@ -155,7 +142,7 @@ KERN_AVX2_TARGET A2_INLINE void pv_slab(const chunk_job *j, const uint16_t *cons
         __m256 vv[2];
 #pragma GCC unroll 2
         for (int s = 0; s < ns; s++)
-            vv[s] = widen8(v + 8 * s);
+            vv[s] = kern_widen8(v + 8 * s);
 #pragma GCC unroll 6
         for (int h = 0; h < nh; h++) {
             __m256 w = _mm256_broadcast_ss(p + (size_t)h * ctok + i);

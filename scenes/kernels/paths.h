@@ -32,8 +32,6 @@ typedef struct chunk_job {
 } chunk_job;
 
 #if KERN_HAVE_X86
-#define KERN_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
-
 /* proj_avx2.c: kern_proj's y rows [r0, r0 + nrows) (nrows <= 16) x
  * weight rows [0, n) (n <= 512), the whole K. */
 void kern_proj_chunk_avx2(const kern_mat *x, size_t r0, size_t nrows, const uint16_t *w, size_t n,

@@ -45,19 +45,6 @@ typedef struct p2_block {
     float *acc; /* [n][P2_ROWS] */
 } p2_block;
 
-KERN_AVX2_TARGET P2_INLINE __m256 widen8(const uint16_t *p)
-{
-    __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
-}
-
-/* The sums of a, b, c and d's lanes. */
-KERN_AVX2_TARGET P2_INLINE __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d)
-{
-    __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
-    return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
-}
-
 /* The group's 3 weight rows' block widened to f32 into wf ([3][P2_KBLOCK],
  * zero from kb to the next multiple of 8), once for the 4 passes (widening
  * in every pass cost a shift per 4 FMAs, on a pipe the FMAs share); while it
@@ -73,7 +60,7 @@ KERN_AVX2_TARGET P2_INLINE void widen_rows(const p2_block *b, const uint16_t *co
             _mm_prefetch(ahead + (size_t)i * b->ldw * 2 + 2 * kk, _MM_HINT_T0);
 #pragma GCC unroll 4
             for (size_t s = kk; s < kk + 32; s += 8)
-                _mm256_store_ps(wf + (size_t)i * P2_KBLOCK + s, widen8(wr[i] + s));
+                _mm256_store_ps(wf + (size_t)i * P2_KBLOCK + s, kern_widen8(wr[i] + s));
         }
     }
     for (; kk < b->kb; kk += 8) {
@@ -81,7 +68,7 @@ KERN_AVX2_TARGET P2_INLINE void widen_rows(const p2_block *b, const uint16_t *co
         for (int i = 0; i < P2_WROWS; i++) {
             uint16_t tail[8] = {0}; /* w is not read past kb */
             memcpy(tail, wr[i] + kk, len * sizeof(uint16_t));
-            _mm256_store_ps(wf + (size_t)i * P2_KBLOCK + kk, widen8(tail));
+            _mm256_store_ps(wf + (size_t)i * P2_KBLOCK + kk, kern_widen8(tail));
         }
     }
 }
@@ -117,8 +104,8 @@ KERN_AVX2_TARGET P2_INLINE void p2_pass(const p2_block *b, const float *wf, size
         if (j + (size_t)i >= b->n)
             break;
         float *dst = b->acc + (j + (size_t)i) * P2_ROWS + P2_XR * (size_t)p;
-        _mm_storeu_ps(dst,
-                      _mm_add_ps(_mm_loadu_ps(dst), hsum4(a[i][0], a[i][1], a[i][2], a[i][3])));
+        _mm_storeu_ps(
+            dst, _mm_add_ps(_mm_loadu_ps(dst), kern_hsum4(a[i][0], a[i][1], a[i][2], a[i][3])));
     }
 }
 

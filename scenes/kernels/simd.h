@@ -1,5 +1,5 @@
 /*
- * simd.h: AVX-512 pieces the workload kernels share (x86-64 with GCC or
+ * simd.h: AVX-512 and AVX2 pieces the workload kernels share (x86-64 with GCC or
  * clang only; the build sets no -march, so each piece carries its target and
  * is inlined into kernels that kern_use_avx512bf16() chose at run time).
  *
@@ -57,6 +57,24 @@ KERN_SIMD_TARGET KERN_SIMD_INLINE __m512 kern_widen16(const uint16_t *p)
 {
     __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p));
     return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
+
+/* ------------------------------------------------------------ AVX2 level */
+
+#define KERN_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
+
+/* 8 bf16 at p widened to f32 (exact). */
+KERN_AVX2_TARGET KERN_SIMD_INLINE __m256 kern_widen8(const uint16_t *p)
+{
+    __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+
+/* The sums of a, b, c and d's lanes. */
+KERN_AVX2_TARGET KERN_SIMD_INLINE __m128 kern_hsum4(__m256 a, __m256 b, __m256 c, __m256 d)
+{
+    __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+    return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
 }
 #else
 #define KERN_HAVE_X86 0
