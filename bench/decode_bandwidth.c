@@ -518,6 +518,19 @@ static int measure(int reps, double *stream2_best)
             fast[i][r] = proj_once(&pc[i], &h);
         attn[r] = attn_once(ac, &h, jobs);
     }
+    /* each rep's ratios to that rep's ceiling and stream: on a shared
+     * machine these hold still better than either rate does */
+    double rc[NSHAPES + 1][64], rs[NSHAPES + 1][64];
+    kern_isa isa = kern_isa_now();
+    double attn_bpi = (isa == KERN_AVX512BF16 ? 32.0 : 16.0) / ATTN_GROUP;
+    for (int r = 0; r < reps; r++) {
+        for (int i = 0; i <= NSHAPES; i++) {
+            double got = i < NSHAPES ? fast[i][r] : attn[r];
+            double ceiling = p2[r] * (i < NSHAPES ? bytes_per_peak_instr(isa) : attn_bpi);
+            rc[i][r] = ceiling > 0 ? got / ceiling : 0.0;
+            rs[i][r] = got / s2[r];
+        }
+    }
     kern_force_portable(true);
     for (int r = 0; r < 3; r++) {
         for (int i = 0; i < NSHAPES; i++)
@@ -531,28 +544,25 @@ static int measure(int reps, double *stream2_best)
     double s1_med = median(s1, reps), s1_best = s1[reps - 1];
     double s2_med = median(s2, reps), s2_best = s2[reps - 1];
     double p1_med = median(p1, reps), p2_med = median(p2, reps);
-    kern_isa isa = kern_isa_now();
     /* the ceilings in bytes/s on 2 threads: weights at 16 rows; K and V, each
      * 8 (avx2) or 16 (avx512) bf16 feeding ATTN_GROUP f32 FMAs (taken at the
      * ceiling instruction's rate) */
-    double proj_ceiling = p2_med * bytes_per_peak_instr(isa);
-    double attn_ceiling = p2_med * (isa == KERN_AVX512BF16 ? 32.0 : 16.0) / ATTN_GROUP;
     printf("%s ceiling, G/s median: 1 thread %.2f, 2 threads %.2f (%.2fx: 2.00 when both "
            "cores are free): %.2f GB/s of weights at 16 rows, %.2f GB/s of K and V\n",
            isa == KERN_AVX512BF16 ? "vdpbf16ps"
            : isa == KERN_AVX2     ? "vfmadd231ps ymm"
                                   : "no",
-           p1_med, p2_med, p1_med > 0 ? p2_med / p1_med : 0.0, proj_ceiling, attn_ceiling);
+           p1_med, p2_med, p1_med > 0 ? p2_med / p1_med : 0.0, p2_med * bytes_per_peak_instr(isa),
+           p2_med * attn_bpi);
     printf("stream read of 1 GiB, %d reps, best / median GB/s: 1 thread %.2f / %.2f, "
            "2 threads %.2f / %.2f\n",
            reps, s1_best, s1_med, s2_best, s2_med);
-    printf("projection, 16 rows, 2 threads, GB/s of weights, best / median; the median's ratio "
-           "to the 2-thread ceiling and to the 2-thread stream's median; portable path median:\n");
+    printf("projection, 16 rows, 2 threads, GB/s of weights, best / median; the median of each "
+           "rep's ratio to that rep's 2-thread ceiling and 2-thread stream; portable median:\n");
     for (int i = 0; i < NSHAPES; i++) {
         double med = median(fast[i], reps), best = fast[i][reps - 1];
         printf("  %-24s %s %6.2f / %6.2f  ceiling %.2f  stream %.2f   portable %5.2f\n", pc[i].name,
-               path, best, med, proj_ceiling > 0 ? med / proj_ceiling : 0.0, med / s2_med,
-               median(portable[i], 3));
+               path, best, med, median(rc[i], reps), median(rs[i], reps), median(portable[i], 3));
         free(pc[i].w);
         free(pc[i].x);
         free(pc[i].y);
@@ -561,9 +571,8 @@ static int measure(int reps, double *stream2_best)
     printf("attention of one layer (QK, softmax, PV; 16 x 3500 tokens, 40 heads over 8 kv heads "
            "of 128), 2 threads, GB/s of K and V:\n  %-24s %s %6.2f / %6.2f  ceiling %.2f  "
            "stream %.2f   portable %5.2f\n",
-           "16 x 3500 x 8 x 128", path, attn_best, attn_med,
-           attn_ceiling > 0 ? attn_med / attn_ceiling : 0.0, attn_med / s2_med,
-           median(attn_portable, 3));
+           "16 x 3500 x 8 x 128", path, attn_best, attn_med, median(rc[NSHAPES], reps),
+           median(rs[NSHAPES], reps), median(attn_portable, 3));
     for (int i = 0; i < 2; i++) {
         free(jobs[i].scores);
         free(jobs[i].stats);
