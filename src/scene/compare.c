@@ -204,11 +204,11 @@ static int run_repeats(const scene_run_opts *o, scene_case *c, const scene_snaps
     return rc;
 }
 
-/* Opens the device once (a bad spec is a usage error before the case is
- * made) and makes the case. */
 /* scenes/kernels/kernels.h's: 0 when HG_KERNELS is unset or a path the CPU has. */
 int kern_env_check(char *msg, size_t len);
 
+/* Opens the device once (a bad spec is a usage error before the case is
+ * made) and makes the case. */
 static int make_case(const scene_run_opts *o, scene_case **c)
 {
     hg_device *probe = NULL;
