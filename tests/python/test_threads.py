@@ -22,9 +22,10 @@ from conftest import device_specs, run_child
 # Thread A runs a replay of bgemm (grid 16, tile 64: a second or more);
 # the main thread, once A executes, calls every method that reaches C.
 RACE = r"""
-import ctypes, json, threading, time
+import ctypes, json, os, threading, time
 import numpy as np
 import hostgraph as hg
+os.environ["HG_KERNELS"] = "portable"  # bgemm's portable tiles: a second or more
 stage = hg._capi.core["hg_runner_stage"]
 stage.restype, stage.argtypes = ctypes.c_char_p, [ctypes.c_void_p]
 
