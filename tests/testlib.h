@@ -24,6 +24,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* UNDER_TSAN: defined in a ThreadSanitizer build (gcc and clang), for the
+ * tests that run fewer repeats there and say so. */
+#if defined(__SANITIZE_THREAD__)
+#define UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+
 typedef void (*test_fn)(void);
 
 struct test_entry {

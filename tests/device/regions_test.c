@@ -16,15 +16,8 @@
 
 enum { MAX_OPEN = 4096 };
 
-/* Under ThreadSanitizer 4096 devices' core threads take minutes to start:
- * the limit is checked by the other builds. */
-#if defined(__SANITIZE_THREAD__)
-#define UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#endif
+/* Under ThreadSanitizer (UNDER_TSAN, testlib.h) 4096 devices' core threads
+ * take minutes to start: the limit is checked by the other builds. */
 
 static uint64_t region_of(hg_devaddr a)
 {

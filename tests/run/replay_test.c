@@ -30,13 +30,6 @@
  * in 16 (the same graph; its size is for throughput, not behaviour); the
  * scratch-name test runs 200 rounds, not 2000.  Every check still runs,
  * on every scene, mode and backend. */
-#if defined(__SANITIZE_THREAD__)
-#define UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#endif
 #ifdef UNDER_TSAN
 #define TSAN_FEWER   10
 #define SCENE_ROUNDS 3
