@@ -35,11 +35,27 @@ const char *kern_isa_name(kern_isa p)
     return p < KERN_ISA_COUNT ? isa_names[p] : "?";
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+
+/* F16C from cpuid leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports
+ * has no "f16c".  The OS's saving of the AVX state, which F16C's VEX forms
+ * need too, is checked by the "avx2" test before it. */
+static bool cpu_has_f16c(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+}
+
 /* The first of the features that is missing, by name (the builtin takes
  * only a literal). */
 #define KERN_NEED(feature, name)                                                                   \
     if (!__builtin_cpu_supports(feature))                                                          \
     return name
+#define KERN_NEED_F16C()                                                                           \
+    if (!cpu_has_f16c())                                                                           \
+    return "f16c"
+#endif
 
 const char *kern_isa_missing(kern_isa p)
 {
@@ -49,13 +65,13 @@ const char *kern_isa_missing(kern_isa p)
     if (p == KERN_AVX2) {
         KERN_NEED("avx2", "avx2");
         KERN_NEED("fma", "fma");
-        KERN_NEED("f16c", "f16c");
+        KERN_NEED_F16C();
         return NULL;
     }
     if (p == KERN_AVX512BF16) { /* the avx2 level too: its kernels without an AVX-512 path
                                    (bgemm's tiles) take the AVX2 one */
         KERN_NEED("avx2", "avx2");
-        KERN_NEED("f16c", "f16c");
+        KERN_NEED_F16C();
         KERN_NEED("avx512f", "avx512f");
         KERN_NEED("avx512bw", "avx512bw");
         KERN_NEED("avx512vl", "avx512vl");
