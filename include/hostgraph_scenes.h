@@ -136,6 +136,160 @@ const hg_callable *hg_scene_case_callable(const hg_scene_case *c);
  * errors, or the first mismatching output and element. */
 bool hg_scene_case_check(const hg_scene_case *c, char *msg, size_t msglen);
 
+/* -------------------------------------------------------- scene definition */
+
+/*
+ * A scene of your own.  One struct defines a scene, the built-in ones
+ * included: its name, params, how to make a case, and what the scene runner
+ * must know of its orchestration.  Register it in this process
+ * (hg_scene_register), or put it in a shared object the command loads
+ * (`hostgraph run|compare|list --scene-lib PATH`, or HG_SCENE_PATH): then it
+ * gets everything the built-in scenes get (rounds, residency modes, --verify,
+ * --replay, golden checks, compare, the JSON report, traces).
+ *
+ * Versioning: the struct starts with its own size and version, as the
+ * definer compiled them (HG_SCENE_DEF_INIT fills both).  The library refuses
+ * a definition of another version, naming both, and reads no field past the
+ * size given, so fields added at the end in a later version keep older
+ * plugins working at their version's behaviour.
+ */
+#define HG_SCENE_DEF_VERSION 1
+
+/* A named value of a param ("preset=real" stands for value 2). */
+typedef struct hg_scene_value {
+    const char *name;
+    int64_t value;
+} hg_scene_value;
+
+/* One integer param: its default and inclusive range. */
+typedef struct hg_scene_param_def {
+    const char *name; /* [a-z0-9_]+, unique within the scene */
+    int64_t def, min, max;
+    const char *help;  /* one line; "(0: the preset's ...)" marks a 0 that stands for a preset */
+    const char *alias; /* a second accepted key, or NULL */
+    /* Named values ending with a NULL name, or NULL for a plain integer.  A
+     * param with names takes exactly those (and def is one of them). */
+    const hg_scene_value *values;
+} hg_scene_param_def;
+
+/* make() fills an hg_scene_case (the cases hg_scene_case_open hands out
+ * are the same objects), owned by the library. */
+typedef struct hg_scene_def {
+    uint32_t size;    /* sizeof(hg_scene_def) where it was compiled */
+    uint32_t version; /* HG_SCENE_DEF_VERSION where it was compiled */
+    const char *name; /* [A-Za-z0-9_.:-]+, unique among the scenes of the process */
+    const char *description; /* one line */
+    const hg_scene_param_def *params;
+    uint32_t nparams; /* at most HG_SCENE_MAX_PARAMS */
+    /* Fills an empty case from validated params (nparams of them, in the
+     * table's order): its args (hg_scene_case_add_tensor, _add_scalar, with
+     * deterministic contents, so every round and every run starts from the
+     * same bytes), its golden (hg_scene_case_add_check: computed from the
+     * inputs, never by the scene's kernels, never read back from an output)
+     * and its callable (hg_scene_case_set_callable).  Returns 0, or a
+     * negative HG_E* code, after hg_scene_case_fail says why.  The case is
+     * destroyed on failure, whatever make() added to it. */
+    int (*make)(hg_scene_case *c, const int64_t *params, void *user);
+    /* Frees what make() stored with hg_scene_case_set_state; NULL: nothing
+     * to free.  Args, buffers and goldens are the library's. */
+    void (*destroy)(hg_scene_case *c, void *user);
+    /* The IN args the orchestration reads on the host (hg_orch_host_view),
+     * NULL-terminated; NULL: none.  `--residency pin` passes every other IN
+     * arg as a device view, which has no host view. */
+    const char *const *host_reads;
+    /* True if make() builds one rank's share under `run --tp N`
+     * (hg_scene_case_tp); the command refuses --tp for other scenes. */
+    bool splits;
+    void *user; /* make's and destroy's last argument */
+    /* Where it was defined, for reports and `list`: a file ("test_x.py",
+     * "libscene_x.so") and, for a class-based definition, the class; NULL
+     * when not known.  A plugin's file is filled in by the loader. */
+    const char *file;
+    const char *cls;
+} hg_scene_def;
+
+#define HG_SCENE_MAX_PARAMS 16
+#define HG_SCENE_MAX_ARGS   32
+#define HG_SCENE_MAX_CHECKS 8
+
+/* Starts a definition: `hg_scene_def d = HG_SCENE_DEF_INIT;` then its fields. */
+#define HG_SCENE_DEF_INIT {.size = sizeof(hg_scene_def), .version = HG_SCENE_DEF_VERSION}
+
+/* Registers a definition in this process, as a built-in scene is: the
+ * library copies the struct (not what it points to: the strings, tables and
+ * user data must outlive the registration).  HG_EINVAL for a NULL def, a
+ * version or size other than this library's (the message names both), a
+ * missing name or make, or a bad param table (a bad or duplicate name, min >
+ * max, a default outside the range or not among the names, too many params);
+ * HG_EINVAL too for a name that is already registered.  errbuf (when not
+ * NULL) gets one line naming the scene and what is wrong. */
+int hg_scene_register(const hg_scene_def *def, char *errbuf, size_t errlen);
+/* Removes a scene that hg_scene_register added.  HG_ENOTFOUND for another
+ * name (a built-in one included); HG_EINVAL while a call of this library
+ * runs or holds a case of it (hg_scene_case_open), which it names. */
+int hg_scene_unregister(const char *name, char *errbuf, size_t errlen);
+
+/* What a plugin exports: a function of this name and type returning its
+ * definitions, NULL-terminated, valid while the object is loaded. */
+#define HG_SCENE_PLUGIN_SYMBOL "hg_scene_plugin"
+typedef const hg_scene_def *const *(*hg_scene_plugin_fn)(void);
+
+/* Loads a plugin (dlopen) and registers every scene it defines; its file
+ * is `path` for a definition that gives none.  The object stays loaded for
+ * the life of the process.  HG_EIO when it cannot be opened, HG_ENOTFOUND
+ * when it lacks HG_SCENE_PLUGIN_SYMBOL, else as hg_scene_register (and then
+ * none of its scenes is registered); the message names the file.  Loading
+ * the same file twice registers nothing the second time and returns 0.
+ * Returns the number of scenes registered in *count (when not NULL). */
+int hg_scene_load(const char *path, uint32_t *count, char *errbuf, size_t errlen);
+
+/* ------------------------------------------------ making a case (make()) */
+
+/* Appends a tensor arg over a new zeroed host buffer of a dense shape; its
+ * index goes to *arg (when not NULL). */
+int hg_scene_case_add_tensor(hg_scene_case *c, const char *name, hg_dir dir, hg_dtype dtype,
+                             uint32_t ndims, const size_t *shape, uint32_t *arg);
+/* Appends a SCALAR arg holding `value` (hostgraph.h's scalar bits). */
+int hg_scene_case_add_scalar(hg_scene_case *c, const char *name, uint64_t value, uint32_t *arg);
+/* The host bytes of tensor arg `arg`, dense from element 0, for make() to
+ * fill; NULL for a scalar or an index past the end. */
+void *hg_scene_case_data(hg_scene_case *c, uint32_t arg);
+/* Fills tensor arg `arg` (f32, f16, bf16 or an integer dtype) with
+ * deterministic values: element i is (h(seed, i) mod (2*span+1) - span) *
+ * scale, h a fixed integer hash (small spans and power-of-two scales keep f32
+ * sums exact). */
+int hg_scene_case_fill(hg_scene_case *c, uint32_t arg, uint64_t seed, int span, double scale);
+/* Declares tensor arg `arg` (an OUT or INOUT) checked after every round:
+ * each element must be within atol + rtol * |golden| of *golden's, which
+ * make() fills (one double per element, zeroed, owned by the case). */
+int hg_scene_case_add_check(hg_scene_case *c, uint32_t arg, double rtol, double atol,
+                            double **golden);
+/* The case's callable (copied; what it points to must outlive the case). */
+int hg_scene_case_set_callable(hg_scene_case *c, const hg_callable *callable);
+/* Private state for the callable's user pointer and for destroy(). */
+void hg_scene_case_set_state(hg_scene_case *c, void *state);
+void *hg_scene_case_state(const hg_scene_case *c);
+/* The params the case runs with: make() may write there the value it used
+ * for a param whose 0 stands for a preset's, so reports say what ran. */
+int64_t *hg_scene_case_params(hg_scene_case *c);
+/* Under `run --tp N`: this rank's index and the number of ranks (0 and 1
+ * for a whole case). */
+void hg_scene_case_tp(const hg_scene_case *c, uint32_t *rank, uint32_t *size);
+/* Says why make() fails and returns code (a negative HG_E*). */
+int hg_scene_case_fail(hg_scene_case *c, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* --------------------------------------------------------- the command */
+
+/* Runs `hostgraph ARGS...` in this process, as the command does: argv[0]
+ * is the program's name in messages, argv[1] the subcommand (run, compare,
+ * list, help).  Its output goes to stdout and stderr; returns its exit code
+ * (HG_SCENE_*).  --scene-lib and HG_SCENE_PATH load plugins as the command
+ * does.  No signal is caught: Ctrl-C is the caller's, through `cancel`
+ * (NULL: the call cannot be stopped).  --tp needs the command itself (MPI)
+ * and is refused here with HG_SCENE_USAGE. */
+int hg_scene_command(int argc, const char *const *argv, hg_scene_cancel *cancel);
+
 #ifdef __cplusplus
 }
 #endif
