@@ -175,9 +175,9 @@ typedef struct hg_scene_param_def {
 /* make() fills an hg_scene_case (the cases hg_scene_case_open hands out
  * are the same objects), owned by the library. */
 typedef struct hg_scene_def {
-    uint32_t size;    /* sizeof(hg_scene_def) where it was compiled */
-    uint32_t version; /* HG_SCENE_DEF_VERSION where it was compiled */
-    const char *name; /* [A-Za-z0-9_.:-]+, unique among the scenes of the process */
+    uint32_t size;           /* sizeof(hg_scene_def) where it was compiled */
+    uint32_t version;        /* HG_SCENE_DEF_VERSION where it was compiled */
+    const char *name;        /* [A-Za-z0-9_.:-]+, unique among the scenes of the process */
     const char *description; /* one line */
     const hg_scene_param_def *params;
     uint32_t nparams; /* at most HG_SCENE_MAX_PARAMS */
@@ -213,7 +213,10 @@ typedef struct hg_scene_def {
 #define HG_SCENE_MAX_CHECKS 8
 
 /* Starts a definition: `hg_scene_def d = HG_SCENE_DEF_INIT;` then its fields. */
-#define HG_SCENE_DEF_INIT {.size = sizeof(hg_scene_def), .version = HG_SCENE_DEF_VERSION}
+#define HG_SCENE_DEF_INIT                                                                          \
+    {                                                                                              \
+        .size = sizeof(hg_scene_def), .version = HG_SCENE_DEF_VERSION                              \
+    }
 
 /* Registers a definition in this process, as a built-in scene is: the
  * library copies the struct (not what it points to: the strings, tables and
