@@ -1,0 +1,306 @@
+/*
+ * command_test.c: hg_scene_command, the `hostgraph` command in the caller's
+ * process (issue 26), as the Python package calls it for a user's scene:
+ * its exit codes (0, 2, 3; 1 and the plugin loads in the tests that need
+ * main's registry), --tp refused with a usage error that says why, two
+ * calls in a row with nothing of the first left in the second (where a
+ * usage error points, the scene), two threads at once each with its own
+ * cancel, and a cancel from another thread stopping a run with 130.
+ *
+ * Run with no argument, it runs the tests (ctest).  Run as
+ * `command_test --command ARGS...`, it is the command: ARGS go to
+ * hg_scene_command and its code is the exit status, so
+ * tests/cli/scene_command_test.sh compares its output with the real one's.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hostgraph_scenes.h"
+#include "testlib.h"
+
+/* hg_scene_command over a NULL-terminated argument list. */
+#define ARGV(...) ((const char *const[]){"hostgraph", __VA_ARGS__, NULL})
+
+static int command(const char *const *argv, hg_scene_cancel *cancel)
+{
+    int argc = 0;
+    while (argv[argc] != NULL)
+        argc++;
+    return hg_scene_command(argc, argv, cancel);
+}
+
+/* What a call printed: its stdout and stderr, each whole. */
+typedef struct captured {
+    char out[16384], err[16384];
+} captured;
+
+static void read_file(const char *path, char *buf, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    size_t n = f != NULL ? fread(buf, 1, len - 1, f) : 0;
+    buf[n] = '\0';
+    if (f != NULL)
+        fclose(f);
+}
+
+/* A scratch directory for the reports, made once. */
+static const char *scratch(void)
+{
+    static char dir[64];
+    if (dir[0] == '\0') {
+        snprintf(dir, sizeof dir, "%s", "/tmp/hg_command_test.XXXXXX");
+        if (mkdtemp(dir) == NULL)
+            abort();
+    }
+    return dir;
+}
+
+static void scratch_path(char *out, size_t len, const char *name)
+{
+    snprintf(out, len, "%s/%s", scratch(), name);
+}
+
+/* Runs argv with file descriptors 1 and 2 on files (single-threaded tests
+ * only: the descriptors are the process's), then reads them into cap. */
+static int command_captured(const char *const *argv, captured *cap)
+{
+    char out_path[128], err_path[128];
+    scratch_path(out_path, sizeof out_path, "out");
+    scratch_path(err_path, sizeof err_path, "err");
+    fflush(stdout);
+    fflush(stderr);
+    int saved_out = dup(1), saved_err = dup(2);
+    int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (saved_out < 0 || saved_err < 0 || out < 0 || err < 0)
+        abort();
+    dup2(out, 1);
+    dup2(err, 2);
+    int rc = command(argv, NULL);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(saved_out, 1);
+    dup2(saved_err, 2);
+    close(out);
+    close(err);
+    close(saved_out);
+    close(saved_err);
+    read_file(out_path, cap->out, sizeof cap->out);
+    read_file(err_path, cap->err, sizeof cap->err);
+    return rc;
+}
+
+/* A JSON report's text (the tests look for a few fields, as strings). */
+static void read_report(const char *path, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    read_file(path, buf, len);
+}
+
+TEST(exit_0_when_golden_passes)
+{
+    char json[128], report[65536];
+    scratch_path(json, sizeof json, "ok.json");
+    ASSERT_EQ(command(ARGV("run", "vector_add", "--param", "n=100", "--rounds", "2", "--quiet",
+                           "--json", json),
+                      NULL),
+              HG_SCENE_OK);
+    read_report(json, report, sizeof report);
+    ASSERT_STR_CONTAINS(report, "\"scene\": \"vector_add\"");
+    ASSERT_STR_CONTAINS(report, "\"round\": 2,");
+}
+
+TEST(exit_2_for_usage_errors_with_their_line_and_hint)
+{
+    captured cap;
+    ASSERT_EQ(command_captured(ARGV("run", "vector_add", "--fast"), &cap), HG_SCENE_USAGE);
+    ASSERT_STR_EQ(cap.err, "hostgraph: unknown flag '--fast'\nsee 'hostgraph run --help'\n");
+    ASSERT_EQ(command_captured(ARGV("run", "bgem"), &cap), HG_SCENE_USAGE);
+    ASSERT_STR_CONTAINS(cap.err, "did you mean 'bgemm'");
+    ASSERT_EQ(command_captured(ARGV("compare", "vector_add", "--rounds", "1"), &cap),
+              HG_SCENE_USAGE);
+    ASSERT_STR_CONTAINS(cap.err, "see 'hostgraph compare --help'");
+    ASSERT_EQ(command_captured(ARGV("frobnicate"), &cap), HG_SCENE_USAGE);
+    ASSERT_EQ(command(ARGV(NULL), NULL), HG_SCENE_USAGE); /* no subcommand */
+}
+
+TEST(exit_3_for_a_runtime_error)
+{
+    captured cap;
+    ASSERT_EQ(command_captured(
+                  ARGV("run", "vector_add", "--param", "n=100", "--device", "sim:mem=10"), &cap),
+              HG_SCENE_RUNTIME);
+    ASSERT_STR_CONTAINS(cap.err, "mem=10");
+}
+
+/* --tp N > 1 needs MPI ranks, one a process: the in-process call refuses it
+ * before any round, saying so; --tp 1 is no split and runs. */
+TEST(tp_is_refused_with_2_and_why)
+{
+    captured cap;
+    char json[128];
+    scratch_path(json, sizeof json, "tp.json");
+    unlink(json);
+    ASSERT_EQ(command_captured(ARGV("run", "qwen3_decode", "--tp", "2", "--json", json), &cap),
+              HG_SCENE_USAGE);
+    ASSERT_STR_CONTAINS(cap.err, "hostgraph: --tp 2: needs the hostgraph command itself");
+    ASSERT_STR_CONTAINS(cap.err, "see 'hostgraph run --help'");
+    ASSERT(access(json, F_OK) != 0); /* no round ran */
+    ASSERT_EQ(command_captured(ARGV("run", "vector_add", "--param", "n=100", "--tp", "1"), &cap),
+              HG_SCENE_OK);
+}
+
+/* Nothing of one call is left in the next: where a usage error points (the
+ * command's help_hint was a static), the scene, the flags. */
+TEST(two_calls_in_a_row)
+{
+    captured cap;
+    ASSERT_EQ(command_captured(ARGV("run", "vector_add", "--fast"), &cap), HG_SCENE_USAGE);
+    ASSERT_EQ(command_captured(ARGV("frobnicate"), &cap), HG_SCENE_USAGE);
+    ASSERT_STR_EQ(cap.err, "hostgraph: unknown command 'frobnicate'\nsee 'hostgraph --help'\n");
+    ASSERT_EQ(command_captured(ARGV("list", "bgem"), &cap), HG_SCENE_USAGE);
+    ASSERT_STR_CONTAINS(cap.err, "see 'hostgraph list --help'");
+
+    char a[128], b[128], report[65536];
+    scratch_path(a, sizeof a, "first.json");
+    scratch_path(b, sizeof b, "second.json");
+    ASSERT_EQ(command_captured(ARGV("run", "vector_add", "--param", "n=100", "--rounds", "3",
+                                    "--residency", "all", "--json", a),
+                               &cap),
+              HG_SCENE_OK);
+    ASSERT_EQ(command_captured(ARGV("run", "bgemm", "--rounds", "2", "--json", b), &cap),
+              HG_SCENE_OK);
+    read_report(b, report, sizeof report);
+    ASSERT_STR_CONTAINS(report, "\"scene\": \"bgemm\"");
+    ASSERT_STR_CONTAINS(report, "\"residency\": \"off\""); /* not the first call's */
+    ASSERT(strstr(report, "\"round\": 3,") == NULL);
+    read_report(a, report, sizeof report);
+    ASSERT_STR_CONTAINS(report, "\"residency\": \"all\"");
+    ASSERT_STR_CONTAINS(report, "\"round\": 3,");
+}
+
+/* One call on a thread of its own, with its own cancel. */
+typedef struct call {
+    const char *const *argv;
+    hg_scene_cancel *cancel;
+    int rc;
+} call;
+
+static void *call_thread(void *arg)
+{
+    call *c = arg;
+    c->rc = command(c->argv, c->cancel);
+    return NULL;
+}
+
+TEST(two_threads_at_once)
+{
+    char a[128], b[128], report[65536];
+    scratch_path(a, sizeof a, "thread_a.json");
+    scratch_path(b, sizeof b, "thread_b.json");
+    call calls[2] = {
+        {.argv = ARGV("run", "vector_add", "--param", "n=1000", "--rounds", "4", "--residency",
+                      "in", "--quiet", "--json", a)},
+        {.argv = ARGV("run", "bgemm", "--rounds", "3", "--replay", "--quiet", "--json", b)}};
+    pthread_t threads[2];
+    for (int i = 0; i < 2; i++) {
+        ASSERT_OK(hg_scene_cancel_create(&calls[i].cancel));
+        ASSERT_OK(pthread_create(&threads[i], NULL, call_thread, &calls[i]));
+    }
+    for (int i = 0; i < 2; i++) {
+        pthread_join(threads[i], NULL);
+        hg_scene_cancel_destroy(calls[i].cancel);
+        ASSERT_EQ(calls[i].rc, HG_SCENE_OK);
+    }
+    read_report(a, report, sizeof report);
+    ASSERT_STR_CONTAINS(report, "\"scene\": \"vector_add\"");
+    ASSERT_STR_CONTAINS(report, "\"residency\": \"in\"");
+    ASSERT_STR_CONTAINS(report, "\"round\": 4,");
+    ASSERT(strstr(report, "\"golden\": \"fail\"") == NULL);
+    read_report(b, report, sizeof report);
+    ASSERT_STR_CONTAINS(report, "\"scene\": \"bgemm\"");
+    ASSERT_STR_CONTAINS(report, "\"replay\": true");
+    ASSERT_STR_CONTAINS(report, "\"round\": 3,");
+    ASSERT(strstr(report, "\"golden\": \"fail\"") == NULL);
+}
+
+/* Waits (a minute at most) until the file holds `text`. */
+static bool wait_for_text(const char *path, const char *text)
+{
+    static char buf[16384];
+    for (int i = 0; i < 6000; i++) {
+        read_file(path, buf, sizeof buf);
+        if (strstr(buf, text) != NULL)
+            return true;
+        nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
+    }
+    return false;
+}
+
+/* The runner's HG_TEST_HOLD_CASE hook keeps the run making its case until a
+ * stop request comes: the request is sent once the run is there (the line
+ * it prints), never after a guessed delay. */
+TEST(cancel_from_another_thread_stops_a_run_with_130)
+{
+    char json[128], err_path[128], report[65536];
+    scratch_path(json, sizeof json, "cancel.json");
+    scratch_path(err_path, sizeof err_path, "cancel.err");
+    call c = {.argv =
+                  ARGV("run", "vector_add", "--param", "n=100", "--rounds", "5", "--json", json)};
+    ASSERT_OK(hg_scene_cancel_create(&c.cancel));
+    fflush(stderr);
+    int saved_err = dup(2);
+    int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ASSERT(saved_err >= 0 && err >= 0);
+    dup2(err, 2);
+    setenv("HG_TEST_HOLD_CASE", "1", 1);
+    pthread_t thread;
+    int started = pthread_create(&thread, NULL, call_thread, &c);
+    bool held = started == 0 && wait_for_text(err_path, "HG_TEST_HOLD_CASE: making the case");
+    hg_scene_cancel_request(c.cancel);
+    if (started == 0)
+        pthread_join(thread, NULL);
+    unsetenv("HG_TEST_HOLD_CASE");
+    fflush(stderr);
+    dup2(saved_err, 2);
+    close(err);
+    close(saved_err);
+    hg_scene_cancel_destroy(c.cancel);
+    ASSERT_OK(started);
+    ASSERT(held);
+    ASSERT_EQ(c.rc, HG_SCENE_INTERRUPTED);
+    read_report(json, report, sizeof report);
+    ASSERT_STR_CONTAINS(report, "\"interrupted\": true");
+}
+
+/* Removes the scratch directory and the files the tests wrote there. */
+static void scratch_remove(void)
+{
+    DIR *d = opendir(scratch());
+    struct dirent *e;
+    char path[512];
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        snprintf(path, sizeof path, "%s/%s", scratch(), e->d_name);
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            unlink(path);
+    }
+    if (d != NULL)
+        closedir(d);
+    rmdir(scratch());
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--command") == 0) {
+        static char name[] = "hostgraph";
+        argv[1] = name;
+        return hg_scene_command(argc - 1, (const char *const *)argv + 1, NULL);
+    }
+    int rc = RUN_TESTS();
+    scratch_remove();
+    return rc;
+}
