@@ -199,13 +199,13 @@ static void *call_thread(void *arg)
 
 TEST(two_threads_at_once)
 {
-    char a[128], b[128], report[65536];
+    char a[128], b[128], report[262144];
     scratch_path(a, sizeof a, "thread_a.json");
     scratch_path(b, sizeof b, "thread_b.json");
     call calls[2] = {
-        {.argv = ARGV("run", "vector_add", "--param", "n=1000", "--rounds", "4", "--residency",
+        {.argv = ARGV("run", "vector_add", "--param", "n=1000", "--rounds", "40", "--residency",
                       "in", "--quiet", "--json", a)},
-        {.argv = ARGV("run", "bgemm", "--rounds", "3", "--replay", "--quiet", "--json", b)}};
+        {.argv = ARGV("run", "bgemm", "--rounds", "12", "--replay", "--quiet", "--json", b)}};
     pthread_t threads[2];
     for (int i = 0; i < 2; i++) {
         ASSERT_OK(hg_scene_cancel_create(&calls[i].cancel));
@@ -219,12 +219,14 @@ TEST(two_threads_at_once)
     read_report(a, report, sizeof report);
     ASSERT_STR_CONTAINS(report, "\"scene\": \"vector_add\"");
     ASSERT_STR_CONTAINS(report, "\"residency\": \"in\"");
-    ASSERT_STR_CONTAINS(report, "\"round\": 4,");
+    ASSERT_STR_CONTAINS(report, "\"round\": 40,");
+    ASSERT(strstr(report, "\"round\": 41,") == NULL);
     ASSERT(strstr(report, "\"golden\": \"fail\"") == NULL);
     read_report(b, report, sizeof report);
     ASSERT_STR_CONTAINS(report, "\"scene\": \"bgemm\"");
     ASSERT_STR_CONTAINS(report, "\"replay\": true");
-    ASSERT_STR_CONTAINS(report, "\"round\": 3,");
+    ASSERT_STR_CONTAINS(report, "\"round\": 12,");
+    ASSERT(strstr(report, "\"round\": 13,") == NULL);
     ASSERT(strstr(report, "\"golden\": \"fail\"") == NULL);
 }
 
