@@ -61,6 +61,66 @@ static int unknown_scene(const command_call *cc, const char *name)
     return usage_error(cc, "unknown scene '%s' (hostgraph list shows them)", name);
 }
 
+/* ------------------------------------------------------------ plugins */
+
+/* The --scene-lib paths of one call, in their order. */
+#define COMMAND_MAX_LIBS 32
+typedef struct scene_libs {
+    const char *paths[COMMAND_MAX_LIBS];
+    uint32_t n;
+} scene_libs;
+
+static int add_scene_lib(const command_call *cc, scene_libs *libs, const char *path)
+{
+    if (libs->n == COMMAND_MAX_LIBS)
+        return usage_error(cc, "too many --scene-lib flags (at '%s'; %d at most)", path,
+                           COMMAND_MAX_LIBS);
+    if (*path == '\0')
+        return usage_error(cc, "%s", "--scene-lib wants a file, not ''");
+    libs->paths[libs->n++] = path;
+    return SCENE_EXIT_OK;
+}
+
+/* hg_scene_load, a failure a usage error naming where the file came from
+ * (its message names the file). */
+static int load_one(const command_call *cc, const char *from, const char *path)
+{
+    char msg[1024] = "";
+    if (hg_scene_load(path, NULL, msg, sizeof msg) == 0)
+        return SCENE_EXIT_OK;
+    if (strstr(msg, path) != NULL)
+        return usage_error(cc, "%s: %s", from, msg);
+    return usage_error(cc, "%s '%s': %s", from, path, *msg != '\0' ? msg : "cannot load it");
+}
+
+/* Loads the plugins of HG_SCENE_PATH (colon-separated files, empty entries
+ * skipped), then the --scene-lib ones: before a scene name is looked up,
+ * so theirs are found as the built-in ones are.  A plugin stays loaded for
+ * the life of the process, and loading it again registers nothing. */
+static int load_scene_libs(const command_call *cc, const scene_libs *libs)
+{
+    const char *env = getenv("HG_SCENE_PATH");
+    while (env != NULL && *env != '\0') {
+        size_t len = strcspn(env, ":");
+        char path[4096];
+        if (len >= sizeof path)
+            return usage_error(cc, "HG_SCENE_PATH: an entry is longer than %zu bytes",
+                               sizeof path - 1);
+        memcpy(path, env, len);
+        path[len] = '\0';
+        int rc = len > 0 ? load_one(cc, "HG_SCENE_PATH", path) : SCENE_EXIT_OK;
+        if (rc != SCENE_EXIT_OK)
+            return rc;
+        env += len + (env[len] == ':');
+    }
+    for (uint32_t i = 0; i < libs->n; i++) {
+        int rc = load_one(cc, "--scene-lib", libs->paths[i]);
+        if (rc != SCENE_EXIT_OK)
+            return rc;
+    }
+    return SCENE_EXIT_OK;
+}
+
 /* ------------------------------------------------------------------ list */
 
 static void print_params(FILE *f, const scene *s, bool verbose)
@@ -92,6 +152,15 @@ static void print_params(FILE *f, const scene *s, bool verbose)
     }
 }
 
+/* Where a scene was defined (a plugin's file, a Python file and class),
+ * after `lead`; nothing for a built-in one. */
+static void print_origin(const scene *s, const char *lead)
+{
+    if (s->file == NULL)
+        return;
+    printf("%s%s%s%s", lead, s->file, s->cls != NULL ? "::" : "", s->cls != NULL ? s->cls : "");
+}
+
 static int cmd_list(void)
 {
     int width = 0;
@@ -103,7 +172,9 @@ static int cmd_list(void)
         const scene *s = scene_at(i);
         printf("%-*s  %s  [", width, s->name, s->description);
         print_params(stdout, s, false);
-        printf("]\n");
+        printf("]");
+        print_origin(s, "  from ");
+        printf("\n");
     }
     return SCENE_EXIT_OK;
 }
@@ -114,7 +185,9 @@ static int cmd_list_scene(const command_call *cc, const char *name)
     const scene *s = scene_find(name);
     if (s == NULL)
         return unknown_scene(cc, name);
-    printf("%s: %s\nparams (--param KEY=VALUE):\n", s->name, s->description);
+    printf("%s: %s\n", s->name, s->description);
+    print_origin(s, "defined in ");
+    printf("%sparams (--param KEY=VALUE):\n", s->file != NULL ? "\n" : "");
     print_params(stdout, s, true);
     return SCENE_EXIT_OK;
 }
@@ -124,15 +197,40 @@ static bool is_help(const char *arg)
     return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
 }
 
+/* `list [SCENE] [--scene-lib PATH]...` */
 static int command_list(const command_call *cc, int argc, const char *const *argv)
 {
-    if (argc > 2 && is_help(argv[2])) {
-        fputs(scene_command_list_help, stdout);
-        return SCENE_EXIT_OK;
+    scene_libs libs = {.n = 0};
+    const char *name = NULL;
+    bool flags_done = false; /* after "--", every argument is the scene */
+    for (int i = 2; i < argc; i++) {
+        const char *arg = argv[i];
+        int rc = SCENE_EXIT_OK;
+        if (!flags_done && is_help(arg)) {
+            fputs(scene_command_list_help, stdout);
+            return SCENE_EXIT_OK;
+        } else if (!flags_done && strcmp(arg, "--") == 0) {
+            flags_done = true;
+        } else if (!flags_done && strcmp(arg, "--scene-lib") == 0) {
+            if (i + 1 >= argc)
+                return usage_error(cc, "%s needs a value", arg);
+            rc = add_scene_lib(cc, &libs, argv[++i]);
+        } else if (!flags_done && strncmp(arg, "--scene-lib=", 12) == 0) {
+            rc = add_scene_lib(cc, &libs, arg + 12);
+        } else if (!flags_done && arg[0] == '-' && arg[1] != '\0') {
+            rc = usage_error(cc, "unknown flag '%s'", arg);
+        } else if (name != NULL) {
+            rc = usage_error(cc, "list takes one scene at most (got '%s')", arg);
+        } else {
+            name = arg;
+        }
+        if (rc != SCENE_EXIT_OK)
+            return rc;
     }
-    if (argc > 3)
-        return usage_error(cc, "list takes one scene at most (got '%s')", argv[3]);
-    return argc == 3 ? cmd_list_scene(cc, argv[2]) : cmd_list();
+    int rc = load_scene_libs(cc, &libs);
+    if (rc != SCENE_EXIT_OK)
+        return rc;
+    return name != NULL ? cmd_list_scene(cc, name) : cmd_list();
 }
 
 /* ------------------------------------------------------------ run, compare */
@@ -156,7 +254,8 @@ typedef struct run_args {
     const char *scene_name;
     const char *params[64];
     uint32_t nparams;
-    uint32_t tp; /* --tp: ranks (1: no MPI at all) */
+    uint32_t tp;     /* --tp: ranks (1: no MPI at all) */
+    scene_libs libs; /* --scene-lib */
 } run_args;
 
 /* An integer in [lo, hi] into *out; false if text is not one. */
@@ -268,6 +367,8 @@ static int apply_value_flag(run_args *ra, const char *flag, const char *value)
         o->device_spec = value;
     } else if (strcmp(flag, "--json") == 0) {
         o->json_path = value;
+    } else if (strcmp(flag, "--scene-lib") == 0) {
+        return add_scene_lib(ra->cc, &ra->libs, value);
     } else if (strcmp(flag, "--residency") == 0 || strcmp(flag, "--trace") == 0 ||
                strcmp(flag, "--svg") == 0 || strcmp(flag, "--tp") == 0) {
         return apply_mode_flag(ra, flag, value);
@@ -279,8 +380,9 @@ static int apply_value_flag(run_args *ra, const char *flag, const char *value)
 
 static bool is_value_flag(const char *flag)
 {
-    static const char *const names[] = {"--rounds", "--residency", "--param",  "--device", "--json",
-                                        "--trace",  "--svg",       "--repeat", "--warmup", "--tp"};
+    static const char *const names[] = {"--rounds", "--residency", "--param",    "--device",
+                                        "--json",   "--trace",     "--svg",      "--repeat",
+                                        "--warmup", "--tp",        "--scene-lib"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         if (strcmp(flag, names[i]) == 0)
             return true;
@@ -343,6 +445,10 @@ static int parse_run_args(run_args *ra, int argc, const char *const *argv)
     for (int i = 2; i < argc; i++) {
         int rc = SCENE_EXIT_OK;
         if (!flags_done && is_help(argv[i])) {
+            /* The help lists the scenes: a plugin's too, if named before. */
+            rc = load_scene_libs(ra->cc, &ra->libs);
+            if (rc != SCENE_EXIT_OK)
+                return rc;
             cmd_run_help();
             return -1;
         }
@@ -365,6 +471,9 @@ static int resolve_scene(run_args *ra, const char *subcommand)
 {
     if (ra->scene_name == NULL)
         return usage_error(ra->cc, "%s: which scene? (hostgraph list shows them)", subcommand);
+    int rc = load_scene_libs(ra->cc, &ra->libs);
+    if (rc != SCENE_EXIT_OK)
+        return rc;
     ra->opts.scene = scene_find(ra->scene_name);
     if (ra->opts.scene == NULL)
         return unknown_scene(ra->cc, ra->scene_name);

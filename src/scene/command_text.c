@@ -7,26 +7,26 @@
 #include "scene/command.h"
 
 const char scene_command_usage[] =
-    "usage: hostgraph list [SCENE]\n"
+    "usage: hostgraph list [SCENE] [--scene-lib PATH]...\n"
     "       hostgraph devices\n"
     "       hostgraph run SCENE [--rounds N] [--repeat N] [--warmup N]\n"
     "                 [--residency off|pin|in|all] [--verify] [--replay] [--skip-golden]\n"
     "                 [--param KEY=VALUE]... [--device SPEC] [--json FILE] [--trace FILE]\n"
-    "                 [--quiet] [-v] [--tp N]\n"
+    "                 [--quiet] [-v] [--tp N] [--scene-lib PATH]...\n"
     "       hostgraph compare SCENE [--rounds N] [--repeat N] [--warmup N] [--verify]\n"
-    "                 [--replay] [--skip-golden] [--param KEY=VALUE]... [--device SPEC] [--json "
-    "FILE]\n"
-    "                 [--svg FILE] [-v]\n"
+    "                 [--replay] [--skip-golden] [--param KEY=VALUE]... [--device SPEC]\n"
+    "                 [--json FILE] [--svg FILE] [-v] [--scene-lib PATH]...\n"
     "       hostgraph --help\n"
     "       hostgraph --version\n";
 
 const char scene_command_list_help[] =
-    "usage: hostgraph list [SCENE]\n"
+    "usage: hostgraph list [SCENE] [--scene-lib PATH]...\n"
     "\n"
     "Without SCENE, prints one line per scene: its name, what it computes, and its params\n"
     "with their defaults, as KEY=VALUE.  A param whose 0 means \"the preset's value\"\n"
     "shows as KEY=preset.  With SCENE, prints that scene and, per param, its default, its\n"
-    "range (or its names) and what it sets.\n";
+    "range (or its names) and what it sets.  A scene of a plugin (--scene-lib PATH, or\n"
+    "a file of HG_SCENE_PATH) is listed beside the built-in ones, ending \"from PATH\".\n";
 
 const char scene_command_run_help[] =
     "Runs SCENE for N rounds on a device and prints a row per round and a summary.\n"
@@ -58,6 +58,13 @@ const char scene_command_run_help[] =
     "                      and on either fail_alloc=K, fail_copy=K (fault injection: the\n"
     "                      K-th allocation or copy fails); a malformed spec or a device\n"
     "                      this machine lacks is a usage error\n"
+    "  --scene-lib PATH    load a scene plugin (a shared object that exports\n"
+    "                      hg_scene_plugin: include/hostgraph_scenes.h) before SCENE is\n"
+    "                      looked up, so its scenes run as the built-in ones do;\n"
+    "                      repeatable, and list takes it too.  HG_SCENE_PATH, a\n"
+    "                      colon-separated list of such files, is loaded first.  A file\n"
+    "                      that cannot be loaded (missing, not a plugin, a definition of\n"
+    "                      another version, a scene name taken) is a usage error naming it\n"
     "  --json FILE         write the per-round report as JSON\n"
     "  --trace FILE        write a Chrome trace-event JSON (opens in Perfetto)\n"
     "                      (both paths are checked before the first round)\n"

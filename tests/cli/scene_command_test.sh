@@ -4,10 +4,16 @@
 # program (command_test --command ARGS, tests/scene/command_test.c) give the
 # same exit code, the same stderr and the same stdout (a run's table: the
 # same rows and columns, its times aside); --tp N > 1 is the one difference,
-# refused in-process with a usage error saying it needs the command.
+# refused in-process with a usage error saying it needs the command.  Then
+# plugins: --scene-lib (run, compare, list; repeatable) and HG_SCENE_PATH
+# load one, list shows its scene beside the built-in ones with its file, it
+# runs and compares; a missing file or one without hg_scene_plugin is exit 2
+# naming the file.
 #
 # usage: scene_command_test.sh PATH/TO/hostgraph
-#        (HG_COMMAND_TEST=PATH/TO/command_test in the environment, from CMake)
+#        (in the environment, from CMake: HG_COMMAND_TEST=PATH/TO/command_test,
+#        HG_SCENE_EXAMPLE=PATH/TO/libscene_saxpy.so, HG_NO_SYMBOL_PLUGIN=PATH/TO/
+#        a shared object without hg_scene_plugin)
 set -u
 
 . "$(dirname "$0")/lib.sh" "$@"
@@ -103,5 +109,59 @@ check "--tp 2 in-process: points at run --help" grep -q "^see 'hostgraph run --h
 check "--tp 2 in-process: no round ran" test ! -e "$TMP/tp.json"
 "$CT" --command run vector_add --param n=100 --tp 1 >/dev/null 2>&1
 check "--tp 1 in-process runs" test $? -eq 0
+
+# ---- plugins: --scene-lib PATH (run, compare, list) and HG_SCENE_PATH
+LIB=${HG_SCENE_EXAMPLE:?HG_SCENE_EXAMPLE: the example plugin, libscene_saxpy.so}
+NOSYM=${HG_NO_SYMBOL_PLUGIN:?HG_NO_SYMBOL_PLUGIN: a shared object without hg_scene_plugin}
+same "list --scene-lib" list --scene-lib "$LIB"
+check "list --scene-lib: the plugin's scene, from its file" \
+    grep -Eq "^saxpy +y = alpha .*  from $LIB\$" "$TMP/cmd.out"
+check "list --scene-lib: the built-in scenes too" grep -Eq '^vector_add ' "$TMP/cmd.out"
+check "list --scene-lib: one column for descriptions" python3 - "$TMP/cmd.out" <<'PY'
+import sys
+lines = open(sys.argv[1]).read().splitlines()
+starts = {len(l) - len(l[len(l.split()[0]):].lstrip()) for l in lines}
+assert len(starts) == 1, starts
+PY
+same "list SCENE --scene-lib" list saxpy --scene-lib="$LIB"
+check "list saxpy: where it is defined" grep -q "^defined in $LIB\$" "$TMP/cmd.out"
+check "list without --scene-lib: no plugin scene" bash -c "! '$HG' list | grep -q '^saxpy '"
+expect_rc "run a plugin's scene" 0 run saxpy --scene-lib "$LIB" --rounds 2 --param n=1000 \
+    --param tile=100 --json "$TMP/saxpy.json"
+check "run a plugin's scene: golden passes each round" python3 - "$TMP/saxpy.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["scene"] == "saxpy" and [x["golden"] for x in r["rounds"]] == ["pass", "pass"], r
+PY
+expect_rc "compare a plugin's scene" 0 compare saxpy --scene-lib "$LIB" --rounds 2 --repeat 1 \
+    --param n=1000 --param tile=100
+expect_rc "the same plugin twice loads once" 0 run saxpy --scene-lib "$LIB" --scene-lib "$LIB" \
+    --param n=1000 --quiet
+HG_SCENE_PATH="::$LIB:" expect_rc "HG_SCENE_PATH loads a plugin" 0 run saxpy --param n=1000 \
+    --quiet
+same "run --help --scene-lib lists its scene" run --scene-lib "$LIB" --help
+check "run --help: the plugin's scene and params" grep -q '^  saxpy: y = alpha' "$TMP/cmd.out"
+
+# A file that cannot be loaded: exit 2, naming it, in-process alike.
+same "--scene-lib, a missing file" run saxpy --scene-lib "$TMP/missing.so"
+check "--scene-lib, a missing file: names it" \
+    grep -q "^hostgraph: --scene-lib: .*$TMP/missing.so" "$TMP/cmd.err"
+check "--scene-lib, a missing file: points at run --help" \
+    grep -q "^see 'hostgraph run --help'$" "$TMP/cmd.err"
+check "--scene-lib, a missing file: two lines" test "$(wc -l <"$TMP/cmd.err")" -eq 2
+same "--scene-lib, no hg_scene_plugin" list --scene-lib "$NOSYM"
+check "--scene-lib, no hg_scene_plugin: names the file and the symbol" \
+    grep -q "^hostgraph: --scene-lib: $NOSYM: .*hg_scene_plugin" "$TMP/cmd.err"
+same "compare --scene-lib, no hg_scene_plugin" compare vector_add --scene-lib "$NOSYM"
+check "compare --scene-lib: points at compare --help" \
+    grep -q "^see 'hostgraph compare --help'$" "$TMP/cmd.err"
+same "--scene-lib without a value" run saxpy --scene-lib
+HG_SCENE_PATH="$LIB:$TMP/missing.so" both run vector_add --param n=100
+check "HG_SCENE_PATH, a missing file: exit 2 (command and in-process)" \
+    test "$RC_CMD" -eq 2 -a "$RC_CALL" -eq 2
+check "HG_SCENE_PATH, a missing file: names the variable and the file" \
+    grep -q "^hostgraph: HG_SCENE_PATH: .*$TMP/missing.so" "$TMP/cmd.err"
+check "HG_SCENE_PATH, a missing file: the same message in-process" \
+    cmp -s "$TMP/cmd.err" "$TMP/call.err"
 
 finish

@@ -1,11 +1,14 @@
 /*
  * command_test.c: hg_scene_command, the `hostgraph` command in the caller's
  * process (issue 26), as the Python package calls it for a user's scene:
- * its exit codes (0, 2, 3; 1 and the plugin loads in the tests that need
- * main's registry), --tp refused with a usage error that says why, two
- * calls in a row with nothing of the first left in the second (where a
- * usage error points, the scene), two threads at once each with its own
- * cancel, and a cancel from another thread stopping a run with 130.
+ * its exit codes (0, 1 from a registered scene whose golden cannot pass, 2,
+ * 3), --tp refused with a usage error that says why, two calls in a row
+ * with nothing of the first left in the second (where a usage error points,
+ * the scene), two threads at once each with its own cancel, a cancel from
+ * another thread stopping a run with 130, and plugins: --scene-lib and
+ * HG_SCENE_PATH load one (its scenes listed with their file, and run), and a
+ * file that cannot be loaded (missing, without hg_scene_plugin) is exit 2
+ * naming it.
  *
  * Run with no argument, it runs the tests (ctest).  Run as
  * `command_test --command ARGS...`, it is the command: ARGS go to
@@ -277,6 +280,116 @@ TEST(cancel_from_another_thread_stops_a_run_with_130)
     ASSERT_EQ(c.rc, HG_SCENE_INTERRUPTED);
     read_report(json, report, sizeof report);
     ASSERT_STR_CONTAINS(report, "\"interrupted\": true");
+}
+
+/* ------------------------------------------------ plugins and registration */
+
+/* A scene whose golden cannot pass: its orchestration submits nothing, so
+ * its output stays 0 where the golden says 1 (exit 1 has no honest trigger
+ * among the built-in scenes). */
+static int submit_nothing(hg_orch *o, void *user)
+{
+    (void)o;
+    (void)user;
+    return 0;
+}
+
+static const hg_callable nothing = {.name = "submit_nothing", .orchestrate = submit_nothing};
+
+static int wrong_make(hg_scene_case *c, const int64_t *params, void *user)
+{
+    (void)user;
+    size_t shape[1] = {(size_t)params[0]};
+    uint32_t y = 0;
+    double *golden = NULL;
+    int rc = hg_scene_case_add_tensor(c, "y", HG_OUT, HG_F32, 1, shape, &y);
+    if (rc == 0)
+        rc = hg_scene_case_add_check(c, y, 0.0, 0.0, &golden);
+    for (size_t i = 0; rc == 0 && i < shape[0]; i++)
+        golden[i] = 1.0;
+    return rc != 0 ? rc : hg_scene_case_set_callable(c, &nothing);
+}
+
+static const hg_scene_param_def wrong_params[] = {
+    {.name = "n", .def = 16, .min = 1, .max = 1024, .help = "elements"}};
+
+TEST(exit_1_when_golden_fails)
+{
+    hg_scene_def def = HG_SCENE_DEF_INIT;
+    def.name = "command_test_wrong";
+    def.description = "an output its orchestration never writes";
+    def.params = wrong_params;
+    def.nparams = 1;
+    def.make = wrong_make;
+    char msg[256] = "";
+    int reg = hg_scene_register(&def, msg, sizeof msg);
+    if (reg != 0)
+        TEST_FAIL_("hg_scene_register: %s", msg);
+    captured cap;
+    int rc = command_captured(ARGV("run", "command_test_wrong", "--rounds", "2"), &cap);
+    hg_scene_unregister("command_test_wrong", NULL, 0);
+    ASSERT_EQ(rc, HG_SCENE_GOLDEN);
+    ASSERT_STR_CONTAINS(cap.err, "'y'");
+}
+
+/* A plugin that cannot be loaded is a usage error naming its file, from
+ * --scene-lib and from HG_SCENE_PATH alike, for run, compare and list. */
+TEST(scene_lib_missing_file_is_2_naming_it)
+{
+    captured cap;
+    const char *missing = "/nonexistent/libscene_missing.so";
+    ASSERT_EQ(command_captured(ARGV("run", "vector_add", "--scene-lib", missing), &cap),
+              HG_SCENE_USAGE);
+    ASSERT_STR_CONTAINS(cap.err, missing);
+    ASSERT_STR_CONTAINS(cap.err, "see 'hostgraph run --help'");
+    ASSERT_EQ(command_captured(ARGV("list", "--scene-lib", missing), &cap), HG_SCENE_USAGE);
+    ASSERT_STR_CONTAINS(cap.err, missing);
+    ASSERT_EQ(
+        command_captured(ARGV("compare", "vector_add", "--scene-lib=/nonexistent/x.so"), &cap),
+        HG_SCENE_USAGE);
+    ASSERT_STR_CONTAINS(cap.err, "/nonexistent/x.so");
+}
+
+TEST(scene_lib_without_the_symbol_is_2_naming_it)
+{
+    captured cap;
+    const char *lib = HG_PLUGIN_DIR "/libplugin_no_symbol.so";
+    ASSERT_EQ(command_captured(ARGV("run", "vector_add", "--scene-lib", lib), &cap),
+              HG_SCENE_USAGE);
+    ASSERT_STR_CONTAINS(cap.err, lib);
+    ASSERT_STR_CONTAINS(cap.err, "hg_scene_plugin");
+}
+
+TEST(scene_path_is_loaded_and_its_errors_name_the_file)
+{
+    captured cap;
+    const char *lib = HG_PLUGIN_DIR "/libplugin_no_symbol.so";
+    setenv("HG_SCENE_PATH", lib, 1);
+    int rc = command_captured(ARGV("list"), &cap);
+    unsetenv("HG_SCENE_PATH");
+    ASSERT_EQ(rc, HG_SCENE_USAGE);
+    ASSERT_STR_CONTAINS(cap.err, "HG_SCENE_PATH");
+    ASSERT_STR_CONTAINS(cap.err, lib);
+}
+
+/* A plugin's scenes are listed beside the built-in ones with their file,
+ * and run; HG_SCENE_PATH's empty entries are skipped. */
+TEST(scene_lib_and_scene_path_load_a_plugin)
+{
+    captured cap;
+    const char *lib = HG_SCENE_EXAMPLE_DIR "/libscene_saxpy.so";
+    ASSERT_EQ(command_captured(ARGV("list", "--scene-lib", lib), &cap), HG_SCENE_OK);
+    ASSERT_STR_CONTAINS(cap.out, "\nsaxpy ");
+    ASSERT_STR_CONTAINS(cap.out, "from " HG_SCENE_EXAMPLE_DIR "/libscene_saxpy.so\n");
+    ASSERT(strncmp(cap.out, "vector_add ", 11) == 0); /* the built-in ones first */
+    ASSERT_EQ(command_captured(ARGV("run", "saxpy", "--scene-lib", lib, "--rounds", "2", "--param",
+                                    "n=1000", "--param", "tile=100"),
+                               &cap),
+              HG_SCENE_OK);
+    setenv("HG_SCENE_PATH", ":" HG_SCENE_EXAMPLE_DIR "/libscene_saxpy.so:", 1);
+    int rc = command_captured(ARGV("run", "saxpy", "--param", "n=1000", "--quiet"), &cap);
+    unsetenv("HG_SCENE_PATH");
+    ASSERT_EQ(rc, HG_SCENE_OK);
 }
 
 /* Removes the scratch directory and the files the tests wrote there. */
