@@ -13,11 +13,13 @@
  * the cancel (the command's SIGINT or SIGTERM).
  *
  * Reentrant: a call's state (what it parsed, where a usage error points)
- * lives in a command_call on its own stack; nothing static is written.  Two
- * effects are the process's by nature: -v sets HG_OPENCL_BUILD_LOG=1 in the
- * environment (the OpenCL backend reads it at each program build), and a
- * table on a pipe is line-buffered by the command's main(), not here (a
- * library must not change the caller's stdout).
+ * lives in a command_call on its own stack; nothing static is written.  What
+ * is the process's by nature: a plugin that --scene-lib or HG_SCENE_PATH
+ * loads stays loaded and registered (hg_scene_load: loading it again
+ * registers nothing), and -v sets HG_OPENCL_BUILD_LOG=1 in the environment
+ * (the OpenCL backend reads it at each program build).  A table on a pipe is
+ * line-buffered by the command's main(), not here: a library must not change
+ * its caller's stdout.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -239,8 +241,11 @@ static int cmd_run_help(void)
 {
     printf("%s\n%s\nScenes and their params:\n", scene_command_usage, scene_command_run_help);
     for (uint32_t i = 0; scene_at(i) != NULL; i++) {
-        printf("  %s: %s\n", scene_at(i)->name, scene_at(i)->description);
-        print_params(stdout, scene_at(i), true);
+        const scene *s = scene_at(i);
+        printf("  %s: %s", s->name, s->description);
+        print_origin(s, "  from ");
+        printf("\n");
+        print_params(stdout, s, true);
     }
     return SCENE_EXIT_OK;
 }
@@ -437,6 +442,27 @@ static int parse_run_arg(run_args *ra, int argc, const char *const *argv, int *i
     return SCENE_EXIT_OK;
 }
 
+/* --help, wherever it stands: the help, which lists the scenes, a plugin's
+ * too (every --scene-lib given, before --help or after it; the other flags
+ * are not looked at).  Returns -1 once printed, or a load's usage error. */
+static int run_help(run_args *ra, int argc, const char *const *argv, int next)
+{
+    for (int i = next; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        int rc = SCENE_EXIT_OK;
+        if (strcmp(argv[i], "--scene-lib") == 0 && i + 1 < argc)
+            rc = add_scene_lib(ra->cc, &ra->libs, argv[++i]);
+        else if (strncmp(argv[i], "--scene-lib=", 12) == 0)
+            rc = add_scene_lib(ra->cc, &ra->libs, argv[i] + 12);
+        if (rc != SCENE_EXIT_OK)
+            return rc;
+    }
+    int rc = load_scene_libs(ra->cc, &ra->libs);
+    if (rc != SCENE_EXIT_OK)
+        return rc;
+    cmd_run_help();
+    return -1;
+}
+
 /* Every argument after the subcommand; 0, a usage error, or -1 for --help
  * (printed). */
 static int parse_run_args(run_args *ra, int argc, const char *const *argv)
@@ -444,14 +470,8 @@ static int parse_run_args(run_args *ra, int argc, const char *const *argv)
     bool flags_done = false; /* after "--", every argument is the scene */
     for (int i = 2; i < argc; i++) {
         int rc = SCENE_EXIT_OK;
-        if (!flags_done && is_help(argv[i])) {
-            /* The help lists the scenes: a plugin's too, if named before. */
-            rc = load_scene_libs(ra->cc, &ra->libs);
-            if (rc != SCENE_EXIT_OK)
-                return rc;
-            cmd_run_help();
-            return -1;
-        }
+        if (!flags_done && is_help(argv[i]))
+            return run_help(ra, argc, argv, i + 1);
         if (!flags_done && strcmp(argv[i], "--") == 0)
             flags_done = true;
         else if (flags_done && ra->scene_name != NULL)

@@ -141,6 +141,8 @@ HG_SCENE_PATH="::$LIB:" expect_rc "HG_SCENE_PATH loads a plugin" 0 run saxpy --p
     --quiet
 same "run --help --scene-lib lists its scene" run --scene-lib "$LIB" --help
 check "run --help: the plugin's scene and params" grep -q '^  saxpy: y = alpha' "$TMP/cmd.out"
+same "run --help --scene-lib (after --help)" run --help --scene-lib "$LIB"
+check "run --help, --scene-lib after it: the plugin's scene" grep -q '^  saxpy: y = alpha' "$TMP/cmd.out"
 
 # A file that cannot be loaded: exit 2, naming it, in-process alike.
 same "--scene-lib, a missing file" run saxpy --scene-lib "$TMP/missing.so"
