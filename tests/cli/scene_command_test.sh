@@ -7,13 +7,14 @@
 # refused in-process with a usage error saying it needs the command.  Then
 # plugins: --scene-lib (run, compare, list; repeatable) and HG_SCENE_PATH
 # load one, list shows its scene beside the built-in ones with its file, it
-# runs and compares; a missing file or one without hg_scene_plugin is exit 2
-# naming the file.
+# runs and compares; a missing file, one without hg_scene_plugin, one of
+# another definition version or with a bad param table is exit 2 naming the
+# file.
 #
 # usage: scene_command_test.sh PATH/TO/hostgraph
 #        (in the environment, from CMake: HG_COMMAND_TEST=PATH/TO/command_test,
-#        HG_SCENE_EXAMPLE=PATH/TO/libscene_saxpy.so, HG_NO_SYMBOL_PLUGIN=PATH/TO/
-#        a shared object without hg_scene_plugin)
+#        HG_SCENE_EXAMPLE=PATH/TO/libscene_saxpy.so, HG_PLUGIN_DIR=the folder of
+#        the broken plugins tests/scene/plugins/*.c, libplugin_*.so)
 set -u
 
 . "$(dirname "$0")/lib.sh" "$@"
@@ -112,7 +113,8 @@ check "--tp 1 in-process runs" test $? -eq 0
 
 # ---- plugins: --scene-lib PATH (run, compare, list) and HG_SCENE_PATH
 LIB=${HG_SCENE_EXAMPLE:?HG_SCENE_EXAMPLE: the example plugin, libscene_saxpy.so}
-NOSYM=${HG_NO_SYMBOL_PLUGIN:?HG_NO_SYMBOL_PLUGIN: a shared object without hg_scene_plugin}
+PLUGINS=${HG_PLUGIN_DIR:?HG_PLUGIN_DIR: the broken plugins, libplugin_*.so}
+NOSYM=$PLUGINS/libplugin_no_symbol.so
 same "list --scene-lib" list --scene-lib "$LIB"
 check "list --scene-lib: the plugin's scene, from its file" \
     grep -Eq "^saxpy +y = alpha .*  from $LIB\$" "$TMP/cmd.out"
@@ -158,6 +160,17 @@ same "compare --scene-lib, no hg_scene_plugin" compare vector_add --scene-lib "$
 check "compare --scene-lib: points at compare --help" \
     grep -q "^see 'hostgraph compare --help'$" "$TMP/cmd.err"
 same "--scene-lib without a value" run saxpy --scene-lib
+same "--scene-lib, another definition version" run vector_add \
+    --scene-lib "$PLUGINS/libplugin_bad_version.so"
+check "--scene-lib, another version: names the file and both versions" grep -Eq \
+    "^hostgraph: --scene-lib: $PLUGINS/libplugin_bad_version.so: .*version 99.*version 1" \
+    "$TMP/cmd.err"
+same "--scene-lib, a bad param table" list --scene-lib "$PLUGINS/libplugin_bad_params.so"
+check "--scene-lib, a bad param table: names the file, the scene and the param" grep -Eq \
+    "^hostgraph: --scene-lib: $PLUGINS/libplugin_bad_params.so: scene 'upside_down': param 'n'" \
+    "$TMP/cmd.err"
+check "a refused plugin registers none of its scenes" bash -c \
+    "! '$HG' list --scene-lib '$PLUGINS/libplugin_bad_params.so' 2>/dev/null | grep -q upside_down"
 HG_SCENE_PATH="$LIB:$TMP/missing.so" both run vector_add --param n=100
 check "HG_SCENE_PATH, a missing file: exit 2 (command and in-process)" \
     test "$RC_CMD" -eq 2 -a "$RC_CALL" -eq 2
