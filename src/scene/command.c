@@ -65,61 +65,23 @@ static int unknown_scene(const command_call *cc, const char *name)
 
 /* ------------------------------------------------------------ plugins */
 
-/* The --scene-lib paths of one call, in their order. */
-#define COMMAND_MAX_LIBS 32
-typedef struct scene_libs {
-    const char *paths[COMMAND_MAX_LIBS];
-    uint32_t n;
-} scene_libs;
-
 static int add_scene_lib(const command_call *cc, scene_libs *libs, const char *path)
 {
-    if (libs->n == COMMAND_MAX_LIBS)
+    if (libs->n == SCENE_COMMAND_MAX_LIBS)
         return usage_error(cc, "too many --scene-lib flags (at '%s'; %d at most)", path,
-                           COMMAND_MAX_LIBS);
+                           SCENE_COMMAND_MAX_LIBS);
     if (*path == '\0')
         return usage_error(cc, "%s", "--scene-lib wants a file, not ''");
     libs->paths[libs->n++] = path;
     return SCENE_EXIT_OK;
 }
 
-/* hg_scene_load, a failure a usage error naming where the file came from
- * (its message names the file). */
-static int load_one(const command_call *cc, const char *from, const char *path)
-{
-    char msg[1024] = "";
-    if (hg_scene_load(path, NULL, msg, sizeof msg) == 0)
-        return SCENE_EXIT_OK;
-    if (strstr(msg, path) != NULL)
-        return usage_error(cc, "%s: %s", from, msg);
-    return usage_error(cc, "%s '%s': %s", from, path, *msg != '\0' ? msg : "cannot load it");
-}
-
-/* Loads the plugins of HG_SCENE_PATH (colon-separated files, empty entries
- * skipped), then the --scene-lib ones: before a scene name is looked up,
- * so theirs are found as the built-in ones are.  A plugin stays loaded for
- * the life of the process, and loading it again registers nothing. */
+/* HG_SCENE_PATH's plugins, then libs': a failure is a usage error. */
 static int load_scene_libs(const command_call *cc, const scene_libs *libs)
 {
-    const char *env = getenv("HG_SCENE_PATH");
-    while (env != NULL && *env != '\0') {
-        size_t len = strcspn(env, ":");
-        char path[4096];
-        if (len >= sizeof path)
-            return usage_error(cc, "HG_SCENE_PATH: an entry is longer than %zu bytes",
-                               sizeof path - 1);
-        memcpy(path, env, len);
-        path[len] = '\0';
-        int rc = len > 0 ? load_one(cc, "HG_SCENE_PATH", path) : SCENE_EXIT_OK;
-        if (rc != SCENE_EXIT_OK)
-            return rc;
-        env += len + (env[len] == ':');
-    }
-    for (uint32_t i = 0; i < libs->n; i++) {
-        int rc = load_one(cc, "--scene-lib", libs->paths[i]);
-        if (rc != SCENE_EXIT_OK)
-            return rc;
-    }
+    char msg[1200];
+    if (scene_libs_load(libs, msg, sizeof msg) != 0)
+        return usage_error(cc, "%s", msg);
     return SCENE_EXIT_OK;
 }
 

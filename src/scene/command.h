@@ -42,6 +42,18 @@ typedef struct scene_command_host {
  * subcommand) with host's cancel and --tp; returns the exit code. */
 int scene_command_main(int argc, const char *const *argv, const scene_command_host *host);
 
+/* The --scene-lib paths of one call, in their order. */
+#define SCENE_COMMAND_MAX_LIBS 32
+typedef struct scene_libs {
+    const char *paths[SCENE_COMMAND_MAX_LIBS];
+    uint32_t n;
+} scene_libs;
+
+/* Loads the plugins of HG_SCENE_PATH (colon-separated files, empty entries
+ * skipped), then libs' (command_libs.c): 0, or the first failure's code
+ * with one line in msg naming where the file came from and the file. */
+int scene_libs_load(const scene_libs *libs, char *msg, size_t len);
+
 /* The texts (command_text.c): the usage, `list --help`, and what `run
  * --help` and `--help` say of run's and compare's flags. */
 extern const char scene_command_usage[];
