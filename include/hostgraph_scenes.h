@@ -301,8 +301,9 @@ int hg_scene_case_fail(hg_scene_case *c, int code, const char *fmt, ...)
  * list, help).  Its output goes to stdout and stderr; returns its exit code
  * (HG_SCENE_*).  --scene-lib and HG_SCENE_PATH load plugins as the command
  * does.  No signal is caught: Ctrl-C is the caller's, through `cancel`
- * (NULL: the call cannot be stopped).  --tp needs the command itself (MPI)
- * and is refused here with HG_SCENE_USAGE. */
+ * (NULL: the call cannot be stopped).  --tp N for N > 1 needs the command
+ * itself (MPI) and is refused here with HG_SCENE_USAGE (--tp 1, the
+ * default, runs as without it). */
 int hg_scene_command(int argc, const char *const *argv, hg_scene_cancel *cancel);
 
 #ifdef __cplusplus

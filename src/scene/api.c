@@ -19,6 +19,11 @@ struct hg_scene_cancel {
     scene_cancel c;
 };
 
+scene_cancel *scene_cancel_of(hg_scene_cancel *c)
+{
+    return c != NULL ? &c->c : NULL;
+}
+
 int hg_scene_cancel_create(hg_scene_cancel **out)
 {
     if (out == NULL)

@@ -474,11 +474,9 @@ static bool is_stdout(const char *path)
     return path != NULL && strcmp(path, "-") == 0;
 }
 
-/* hg_scene_cancel (api.c) holds its scene_cancel as its first and only
- * member, so a pointer to the one is a pointer to the other (C11 6.7.2.1). */
 static scene_cancel *cancel_of(hg_scene_cancel *c)
 {
-    return (scene_cancel *)(void *)c;
+    return scene_cancel_of(c);
 }
 
 static int command_run(const command_call *cc, int argc, const char *const *argv, bool compare)

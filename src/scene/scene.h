@@ -231,6 +231,8 @@ typedef struct scene_cancel {
     hg_runner *runner; /* the runner whose rounds are in flight, or NULL */
 } scene_cancel;
 
+/* The stop request behind a public hg_scene_cancel (NULL for NULL). */
+scene_cancel *scene_cancel_of(hg_scene_cancel *c);
 void scene_cancel_init(scene_cancel *c);
 void scene_cancel_destroy(scene_cancel *c);
 /* Returns the number of requests so far, this one included. */
