@@ -31,11 +31,18 @@ extern "C" {
 
 /* ---------------------------------------------------------------- registry */
 
-/* Number of built-in scenes; they are numbered 0 .. count-1. */
+/* Number of scenes, numbered 0 .. count-1: the built-in ones first, then
+ * those registered in this process (hg_scene_register, hg_scene_load), in
+ * the order they came.  Unregistering one renumbers those after it. */
 uint32_t hg_scene_count(void);
 /* Scene i's name ("bgemm") and one-line description; NULL past the end. */
 const char *hg_scene_name(uint32_t i);
 const char *hg_scene_description(uint32_t i);
+/* Where scene i was defined (hg_scene_def.file and .cls: the plugin's path,
+ * a Python file and class); NULL for a built-in scene, one that gave none,
+ * or past the end. */
+const char *hg_scene_file(uint32_t i);
+const char *hg_scene_class(uint32_t i);
 /* Number of integer params scene i takes (0 past the end). */
 uint32_t hg_scene_num_params(uint32_t i);
 
@@ -47,7 +54,8 @@ typedef struct hg_scene_param_info {
 } hg_scene_param_info;
 
 /* Param `param` of scene `scene`; HG_ENOTFOUND past either end, HG_EINVAL
- * for a NULL out.  The strings are static. */
+ * for a NULL out.  The strings are the definition's (a built-in scene's are
+ * static; a registered one's live as long as its registration). */
 int hg_scene_param(uint32_t scene, uint32_t param, hg_scene_param_info *out);
 
 /* ------------------------------------------------------------ scene runner */
@@ -187,8 +195,12 @@ typedef struct hg_scene_def {
      * same bytes), its golden (hg_scene_case_add_check: computed from the
      * inputs, never by the scene's kernels, never read back from an output)
      * and its callable (hg_scene_case_set_callable).  Returns 0, or a
-     * negative HG_E* code, after hg_scene_case_fail says why.  The case is
-     * destroyed on failure, whatever make() added to it. */
+     * negative HG_E* code, after hg_scene_case_fail says why (a builder
+     * call that fails has said why already).  The case is destroyed on
+     * failure, whatever make() added to it.  The scene runner takes
+     * HG_EINVAL and HG_ERANGE for params that do not fit together (exit 2,
+     * a usage error), any other code for a runtime error (exit 3).  make()
+     * runs on the thread that asked for the case, once per case. */
     int (*make)(hg_scene_case *c, const int64_t *params, void *user);
     /* Frees what make() stored with hg_scene_case_set_state; NULL: nothing
      * to free.  Args, buffers and goldens are the library's. */

@@ -188,8 +188,10 @@ static void bgemm_golden(const float *a, const float *b, const float *c0, size_t
     }
 }
 
-static int bgemm_make(const int64_t *params, scene_case *c, hg_err *err)
+static int bgemm_make(scene_case *c, const int64_t *params, void *user)
 {
+    (void)user;
+    hg_err *err = scene_case_err(c);
     size_t t = (size_t)params[P_TILE], g = (size_t)params[P_GRID];
     size_t gk = params[P_GRID_K] > 0 ? (size_t)params[P_GRID_K] : g;
     size_t m = g * t, n = g * t, k = gk * t;
@@ -220,12 +222,13 @@ static int bgemm_make(const int64_t *params, scene_case *c, hg_err *err)
 static const char *const bgemm_host_reads[] = {"config", NULL};
 
 const scene scene_bgemm = {
+    .size = sizeof(hg_scene_def),
+    .version = HG_SCENE_DEF_VERSION,
     .name = "bgemm",
     .description =
         "C += A x B over a grid of f32 tiles: GEMM tasks (cube) feeding ADD tasks (vector)",
     .params = bgemm_params,
     .nparams = sizeof bgemm_params / sizeof bgemm_params[0],
     .make = bgemm_make,
-    .destroy = NULL,
     .host_reads = bgemm_host_reads,
 };

@@ -279,8 +279,10 @@ static bool fill_table(const pa_dims *d, int32_t *table, int32_t *lens)
     return ok;
 }
 
-static int pa_make(const int64_t *params, scene_case *c, hg_err *err)
+static int pa_make(scene_case *c, const int64_t *params, void *user)
 {
+    (void)user;
+    hg_err *err = scene_case_err(c);
     pa_dims d;
     int rc = dims_from(params, &d, err);
     if (rc != 0)
@@ -333,12 +335,13 @@ static int pa_make(const int64_t *params, scene_case *c, hg_err *err)
 static const char *const pa_host_reads[] = {"block_table", "context_lens", NULL};
 
 const scene scene_paged_attention = {
+    .size = sizeof(hg_scene_def),
+    .version = HG_SCENE_DEF_VERSION,
     .name = "paged_attention",
     .description = "decode attention over a paged bf16 KV cache: QK, softmax, PV per block "
                    "chunk, then a merge per sequence",
     .params = pa_params,
     .nparams = P_COUNT,
     .make = pa_make,
-    .destroy = NULL,
     .host_reads = pa_host_reads,
 };

@@ -302,8 +302,9 @@ static int fill_sequences(scene_case *c, const qwen3_dims *d)
     return 0;
 }
 
-static void q3_destroy(scene_case *c)
+static void q3_destroy(scene_case *c, void *user)
 {
+    (void)user;
     qwen3_state_free(c->state);
     c->state = NULL;
 }
@@ -319,8 +320,10 @@ static void record_params(scene_case *c, const qwen3_dims *d)
     c->params[P_CHUNK] = (int64_t)d->chunk;
 }
 
-static int q3_make(const int64_t *params, scene_case *c, hg_err *err)
+static int q3_make(scene_case *c, const int64_t *params, void *user)
 {
+    (void)user;
+    hg_err *err = scene_case_err(c);
     qwen3_state *st = calloc(1, sizeof *st);
     if (st == NULL)
         return err_set(err, HG_ENOMEM, "qwen3_decode: out of host memory");
@@ -361,6 +364,8 @@ static int q3_make(const int64_t *params, scene_case *c, hg_err *err)
 static const char *const q3_host_reads[] = {"seq_lens", "block_table", "slot_mapping", NULL};
 
 const scene scene_qwen3_decode = {
+    .size = sizeof(hg_scene_def),
+    .version = HG_SCENE_DEF_VERSION,
     .name = "qwen3_decode",
     .description = "one decode step of Qwen3-14B's layers over a paged KV cache (bf16 weights)",
     .params = q3_params,

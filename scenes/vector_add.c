@@ -77,8 +77,10 @@ static int vector_add_orchestrate(hg_orch *o, void *user)
     return 0;
 }
 
-static int vector_add_make(const int64_t *params, scene_case *c, hg_err *err)
+static int vector_add_make(scene_case *c, const int64_t *params, void *user)
 {
+    (void)user;
+    hg_err *err = scene_case_err(c);
     size_t n = (size_t)params[P_N];
     uint32_t a, b, out;
     int rc;
@@ -102,10 +104,11 @@ static int vector_add_make(const int64_t *params, scene_case *c, hg_err *err)
 }
 
 const scene scene_vector_add = {
+    .size = sizeof(hg_scene_def),
+    .version = HG_SCENE_DEF_VERSION,
     .name = "vector_add",
     .description = "c = a + b over f32 vectors, one vector-core task per tile",
     .params = vector_add_params,
     .nparams = sizeof vector_add_params / sizeof vector_add_params[0],
     .make = vector_add_make,
-    .destroy = NULL,
 };

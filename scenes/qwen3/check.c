@@ -146,21 +146,6 @@ static bool find_range(void *ctx, size_t lo, size_t hi)
     return true;
 }
 
-/* Folds one compared element into res. */
-static void note(scene_check_result *res, size_t i, double got, double want, double rtol,
-                 double atol)
-{
-    double err = fabs(got - want);
-    bool ok = err <= atol + rtol * fabs(want);
-    if (isnan(err))
-        err = INFINITY;
-    double rel = err == 0.0 ? 0.0 : want != 0.0 ? err / fabs(want) : INFINITY;
-    res->max_abs_err = err > res->max_abs_err ? err : res->max_abs_err;
-    res->max_rel_err = rel > res->max_rel_err ? rel : res->max_rel_err;
-    if (!ok && i < res->first_bad)
-        res->first_bad = i;
-}
-
 /* Checks cache k (0: K, 1: V) of every layer into res. */
 static void check_cache(const scene_case *c, const qwen3_state *st, int k, scene_check_result *res)
 {
@@ -175,7 +160,8 @@ static void check_cache(const scene_case *c, const qwen3_state *st, int k, scene
             size_t at = l * per_layer + st->slots[b] * mine;
             const double *w = want + (l * d->batch + b) * kvd + first;
             for (size_t i = 0; i < mine; i++)
-                note(res, at + i, hg_bf16_to_f32(data[at + i]), w[i], st->rtol[k], st->atol[k]);
+                scene_check_note(res, at + i, hg_bf16_to_f32(data[at + i]), w[i], st->rtol[k],
+                                 st->atol[k]);
         }
         if (hash_layer(st, data, l) == st->hash[k][l])
             continue;
@@ -187,7 +173,7 @@ static void check_cache(const scene_case *c, const qwen3_state *st, int k, scene
         }
         double made = hg_bf16_to_f32(wl_fill_bf16_at(st->fill[k].seed, st->fill[k].offset,
                                                      st->fill[k].scale, whole_index(st, fc.bad)));
-        note(res, fc.bad, hg_bf16_to_f32(data[fc.bad]), made, 0.0, 0.0);
+        scene_check_note(res, fc.bad, hg_bf16_to_f32(data[fc.bad]), made, 0.0, 0.0);
         res->first_bad = fc.bad < res->first_bad ? fc.bad : res->first_bad;
     }
 }
@@ -195,10 +181,9 @@ static void check_cache(const scene_case *c, const qwen3_state *st, int k, scene
 bool qwen3_check(const scene_case *c, scene_check_result *res)
 {
     const qwen3_state *st = c->state;
-    scene_check_result worst = {.pass = true, .output = "", .first_bad = SIZE_MAX};
+    scene_check_result worst = scene_check_start("");
     for (int k = 0; k < 2; k++) {
-        scene_check_result one = {
-            .pass = true, .output = c->args[cache_args[k]].name, .first_bad = SIZE_MAX};
+        scene_check_result one = scene_check_start(c->args[cache_args[k]].name);
         check_cache(c, st, k, &one);
         if (one.first_bad != SIZE_MAX) {
             one.pass = false;

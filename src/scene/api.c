@@ -15,10 +15,6 @@
 #include "hostgraph_scenes.h"
 #include "scene/scene.h"
 
-struct hg_scene_case {
-    scene_case *c;
-};
-
 struct hg_scene_cancel {
     scene_cancel c;
 };
@@ -68,6 +64,18 @@ const char *hg_scene_description(uint32_t i)
 {
     const scene *s = scene_at(i);
     return s != NULL ? s->description : NULL;
+}
+
+const char *hg_scene_file(uint32_t i)
+{
+    const scene *s = scene_at(i);
+    return s != NULL ? s->file : NULL;
+}
+
+const char *hg_scene_class(uint32_t i)
+{
+    const scene *s = scene_at(i);
+    return s != NULL ? s->cls : NULL;
 }
 
 uint32_t hg_scene_num_params(uint32_t i)
@@ -212,13 +220,10 @@ int hg_scene_case_open(const char *name, const char *const *params, uint32_t npa
                             : scene_param_set(s, values, kv, &e);
         }
     }
-    hg_scene_case *hc = NULL;
-    if (rc == 0 && (hc = calloc(1, sizeof *hc)) == NULL)
-        rc = err_set(&e, HG_ENOMEM, "out of host memory");
-    if (rc == 0 && (rc = scene_case_make(s, values, &hc->c, &e)) != 0 && *e.msg == '\0')
+    scene_case *hc = NULL;
+    if (rc == 0 && (rc = scene_case_make(s, values, &hc, &e)) != 0 && *e.msg == '\0')
         err_set(&e, rc, "scene '%s': %s", s->name, hg_strerror(rc));
     if (rc != 0) {
-        free(hc);
         if (errbuf != NULL && errlen > 0)
             snprintf(errbuf, errlen, "%s", *e.msg ? e.msg : hg_strerror(rc));
         return rc;
@@ -231,25 +236,22 @@ int hg_scene_case_open(const char *name, const char *const *params, uint32_t npa
 
 void hg_scene_case_close(hg_scene_case *c)
 {
-    if (c == NULL)
-        return;
-    scene_case_destroy(c->c);
-    free(c);
+    scene_case_destroy(c);
 }
 
 const hg_arg *hg_scene_case_args(const hg_scene_case *c)
 {
-    return c != NULL ? c->c->args : NULL;
+    return c != NULL ? c->args : NULL;
 }
 
 uint32_t hg_scene_case_num_args(const hg_scene_case *c)
 {
-    return c != NULL ? c->c->nargs : 0;
+    return c != NULL ? c->nargs : 0;
 }
 
 const hg_callable *hg_scene_case_callable(const hg_scene_case *c)
 {
-    return c != NULL ? &c->c->callable : NULL;
+    return c != NULL ? &c->callable : NULL;
 }
 
 bool hg_scene_case_check(const hg_scene_case *c, char *msg, size_t msglen)
@@ -260,16 +262,13 @@ bool hg_scene_case_check(const hg_scene_case *c, char *msg, size_t msglen)
             snprintf(msg, msglen, "no case");
         return false;
     }
-    bool pass = scene_case_check(c->c, &res);
+    bool pass = scene_case_check(c, &res);
     if (msg == NULL || msglen == 0)
         return pass;
     if (pass)
         snprintf(msg, msglen, "pass: max abs err %g, max rel err %g", res.max_abs_err,
                  res.max_rel_err);
     else
-        snprintf(msg, msglen,
-                 "golden mismatch in output '%s': max abs err %g, max rel err %g, first "
-                 "mismatch at index %zu",
-                 res.output, res.max_abs_err, res.max_rel_err, res.first_bad);
+        scene_check_describe(&res, msg, msglen);
     return pass;
 }

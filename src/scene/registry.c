@@ -7,6 +7,7 @@
  * is destroyed the same way, so make() can fail at any point without leaks.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,29 +15,185 @@
 #include "scene/scene.h"
 #include "tensor/checked.h"
 
-/* Explicit, because the library is static: constructor registration in the
- * scene files would be dropped when nothing references them. */
-static const scene *const scene_table[] = {
+/* The built-in scenes: an explicit table, because the library is static
+ * (constructor registration in the scene files would be dropped when
+ * nothing references them).  They are hg_scene_defs, as a plugin's are. */
+static const scene *const builtin[] = {
     &scene_vector_add,
     &scene_bgemm,
     &scene_paged_attention,
     &scene_qwen3_decode,
 };
 
-#define SCENE_COUNT (sizeof scene_table / sizeof scene_table[0])
+#define BUILTIN_COUNT (uint32_t)(sizeof builtin / sizeof builtin[0])
+
+/*
+ * The scenes registered at run time (hg_scene_register, plugins): entries in
+ * registration order.  An entry is never freed: an unregistered one moves to
+ * `gone` (where it stays reachable), so a `const scene *` handed out earlier
+ * never dangles, and a case made from it (refs) keeps it registered.
+ * Lookups are linear: a process holds a few scenes, and a run looks its
+ * scene up once.  reg_lock guards every field below and every entry's refs
+ * and gone; it is a leaf lock (nothing is called while it is held).
+ */
+typedef struct scene_entry {
+    hg_scene_def def; /* first: a registered scene * is its entry */
+    uint32_t refs;    /* cases made from it and not yet destroyed */
+    bool gone;        /* unregistered: found no more */
+} scene_entry;
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static scene_entry **reg, **gone;
+static uint32_t nreg, capreg, ngone, capgone;
 
 const scene *scene_at(uint32_t i)
 {
-    return i < SCENE_COUNT ? scene_table[i] : NULL;
+    if (i < BUILTIN_COUNT)
+        return builtin[i];
+    pthread_mutex_lock(&reg_lock);
+    const scene *s = i - BUILTIN_COUNT < nreg ? &reg[i - BUILTIN_COUNT]->def : NULL;
+    pthread_mutex_unlock(&reg_lock);
+    return s;
+}
+
+/* Under reg_lock. */
+static const scene *find_locked(const char *name)
+{
+    for (uint32_t i = 0; i < BUILTIN_COUNT; i++) {
+        if (strcmp(builtin[i]->name, name) == 0)
+            return builtin[i];
+    }
+    for (uint32_t i = 0; i < nreg; i++) {
+        if (strcmp(reg[i]->def.name, name) == 0)
+            return &reg[i]->def;
+    }
+    return NULL;
 }
 
 const scene *scene_find(const char *name)
 {
-    for (uint32_t i = 0; name != NULL && i < SCENE_COUNT; i++) {
-        if (strcmp(scene_table[i]->name, name) == 0)
-            return scene_table[i];
+    if (name == NULL)
+        return NULL;
+    pthread_mutex_lock(&reg_lock);
+    const scene *s = find_locked(name);
+    pthread_mutex_unlock(&reg_lock);
+    return s;
+}
+
+/* The entry a scene is, under reg_lock: NULL for a built-in scene (or a
+ * test's own, never registered); they need no hold. */
+static scene_entry *entry_locked(const scene *s)
+{
+    for (uint32_t i = 0; i < nreg; i++) {
+        if (&reg[i]->def == s)
+            return reg[i];
+    }
+    for (uint32_t i = 0; i < ngone; i++) {
+        if (&gone[i]->def == s)
+            return gone[i];
     }
     return NULL;
+}
+
+/* Takes a case's hold on a registered scene: false once it is unregistered. */
+static bool scene_hold(const scene *s)
+{
+    pthread_mutex_lock(&reg_lock);
+    scene_entry *e = entry_locked(s);
+    bool live = e == NULL || !e->gone;
+    if (e != NULL && live)
+        e->refs++;
+    pthread_mutex_unlock(&reg_lock);
+    return live;
+}
+
+static void scene_unhold(const scene *s)
+{
+    pthread_mutex_lock(&reg_lock);
+    scene_entry *e = entry_locked(s);
+    if (e != NULL)
+        e->refs--;
+    pthread_mutex_unlock(&reg_lock);
+}
+
+static bool push(scene_entry ***list, uint32_t *n, uint32_t *cap, scene_entry *e)
+{
+    if (*n == *cap) {
+        uint32_t ncap = *cap ? 2 * *cap : 8;
+        scene_entry **grown = realloc(*list, ncap * sizeof *grown);
+        if (grown == NULL)
+            return false;
+        *list = grown;
+        *cap = ncap;
+    }
+    (*list)[(*n)++] = e;
+    return true;
+}
+
+int scene_register_all(const hg_scene_def *const *defs, uint32_t n, const char *file, hg_err *err)
+{
+    scene_entry *made[64];
+    if (n > 64)
+        return err_set(err, HG_ELIMIT, "%s: %u scenes, at most 64 a call", file, n);
+    for (uint32_t i = 0; i < n; i++) {
+        if ((made[i] = calloc(1, sizeof *made[i])) == NULL) {
+            for (uint32_t j = 0; j < i; j++)
+                free(made[j]);
+            return err_set(err, HG_ENOMEM, "out of host memory");
+        }
+        made[i]->def = *defs[i];
+        if (made[i]->def.description == NULL)
+            made[i]->def.description = "";
+        if (made[i]->def.file == NULL)
+            made[i]->def.file = file;
+    }
+    int rc = 0;
+    pthread_mutex_lock(&reg_lock);
+    for (uint32_t i = 0; rc == 0 && i < n; i++) {
+        const char *name = made[i]->def.name;
+        if (find_locked(name) != NULL)
+            rc = err_set(err, HG_EINVAL, "scene '%s' is already registered%s%s", name,
+                         file != NULL ? ": " : "", file != NULL ? file : "");
+    }
+    uint32_t added = 0;
+    while (rc == 0 && added < n) {
+        if (!push(&reg, &nreg, &capreg, made[added]))
+            rc = err_set(err, HG_ENOMEM, "out of host memory");
+        else
+            added++;
+    }
+    if (rc != 0)
+        nreg -= added; /* none of them, then */
+    pthread_mutex_unlock(&reg_lock);
+    for (uint32_t i = 0; rc != 0 && i < n; i++)
+        free(made[i]);
+    return rc;
+}
+
+int scene_unregister(const char *name, hg_err *err)
+{
+    if (name == NULL)
+        return err_set(err, HG_EINVAL, "name: NULL");
+    int rc = 0;
+    pthread_mutex_lock(&reg_lock);
+    uint32_t i = 0;
+    while (i < nreg && strcmp(reg[i]->def.name, name) != 0)
+        i++;
+    scene_entry *e = i < nreg ? reg[i] : NULL;
+    if (e == NULL)
+        rc = err_set(err, HG_ENOTFOUND, "scene '%s' is not one hg_scene_register added", name);
+    else if (e->refs > 0)
+        rc = err_set(err, HG_EINVAL, "scene '%s' is in use: %u case%s made from it still open",
+                     name, e->refs, e->refs == 1 ? "" : "s");
+    else if (!push(&gone, &ngone, &capgone, e))
+        rc = err_set(err, HG_ENOMEM, "out of host memory");
+    if (rc == 0) {
+        e->gone = true;
+        memmove(&reg[i], &reg[i + 1], (nreg - i - 1) * sizeof reg[0]);
+        nreg--;
+    }
+    pthread_mutex_unlock(&reg_lock);
+    return rc;
 }
 
 /* Edit distance (insertions, deletions, substitutions) between a and b,
@@ -69,11 +226,12 @@ const scene *scene_suggest(const char *name)
 {
     const scene *best = NULL;
     size_t best_d = 3; /* at most two edits away, or a prefix of the name */
-    for (uint32_t i = 0; name != NULL && *name != '\0' && i < SCENE_COUNT; i++) {
-        const char *n = scene_table[i]->name;
+    const scene *s;
+    for (uint32_t i = 0; name != NULL && *name != '\0' && (s = scene_at(i)) != NULL; i++) {
+        const char *n = s->name;
         size_t d = strncmp(n, name, strlen(name)) == 0 ? 1 : edit_distance(name, n);
         if (d < best_d) {
-            best = scene_table[i];
+            best = s;
             best_d = d;
         }
     }
@@ -183,9 +341,28 @@ int scene_case_make(const scene *s, const int64_t *params, scene_case **out, hg_
     return scene_case_make_tp(s, params, NULL, out, err);
 }
 
+/* A made case's inputs were written in place (scene_case_data): their
+ * generations move, as a write through the API would move them. */
+static int mark_made(scene_case *c, hg_err *err)
+{
+    for (uint32_t i = 0; i < c->nargs; i++) {
+        const hg_arg *a = &c->args[i];
+        if (a->dir == HG_SCALAR)
+            continue;
+        int rc = hg_hostbuf_mark_written(a->tensor.host, 0, hg_hostbuf_size(a->tensor.host));
+        if (rc != 0)
+            return err_set(err, rc, "arg '%s': %s", a->name, hg_strerror(rc));
+    }
+    return 0;
+}
+
 int scene_case_make_tp(const scene *s, const int64_t *params, const scene_tp *tp, scene_case **out,
                        hg_err *err)
 {
+    hg_err local;
+    if (err == NULL)
+        err = &local;
+    err_clear(err);
     *out = NULL;
     char kmsg[160];
     if (kern_env_check(kmsg, sizeof kmsg) != 0) /* before the case: a usage error */
@@ -199,13 +376,25 @@ int scene_case_make_tp(const scene *s, const int64_t *params, const scene_tp *tp
             return err_set(err, HG_ERANGE, "param '%s': %lld is outside [%lld, %lld]", p->name,
                            (long long)params[i], (long long)p->min, (long long)p->max);
     }
+    if (!scene_hold(s))
+        return err_set(err, HG_ENOTFOUND, "scene '%s' was unregistered", s->name);
     scene_case *c = calloc(1, sizeof *c);
-    if (c == NULL)
+    if (c == NULL) {
+        scene_unhold(s);
         return err_set(err, HG_ENOMEM, "scene '%s': out of host memory", s->name);
+    }
     c->scene = s;
     c->tp = scene_tp_on(tp) ? tp : NULL;
     memcpy(c->params, params, s->nparams * sizeof params[0]);
-    int rc = s->make(params, c, err);
+    c->err = err;
+    int rc = s->make(c, params, s->user);
+    c->err = NULL;
+    if (rc > 0) /* a make() that returns a positive number still failed */
+        rc = HG_EINVAL;
+    if (rc == 0)
+        rc = mark_made(c, err);
+    else if (*err->msg == '\0')
+        err_set(err, rc, "scene '%s': make failed: %s", s->name, hg_strerror(rc));
     if (rc != 0) {
         scene_case_destroy(c);
         return rc;
@@ -219,13 +408,15 @@ void scene_case_destroy(scene_case *c)
     if (c == NULL)
         return;
     if (c->scene->destroy != NULL)
-        c->scene->destroy(c);
+        c->scene->destroy(c, c->scene->user);
     for (uint32_t i = 0; i < c->nargs; i++) {
         if (c->args[i].dir != HG_SCALAR)
             hg_hostbuf_destroy(c->args[i].tensor.host);
+        free(c->names[i]);
     }
     for (uint32_t i = 0; i < c->nchecks; i++)
         free(c->checks[i].golden);
+    scene_unhold(c->scene);
     free(c);
 }
 

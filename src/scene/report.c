@@ -188,6 +188,14 @@ static void write_error(FILE *f, const hg_err *e)
     fputs("}", f);
 }
 
+static void write_string_or_null(FILE *f, const char *s)
+{
+    if (s != NULL)
+        json_write_string(f, s);
+    else
+        fputs("null", f);
+}
+
 /* A newline and `indent` spaces, then `"name": `. */
 static void field(FILE *f, int indent, const char *name)
 {
@@ -247,6 +255,13 @@ void scene_report_write_object(FILE *f, const scene_report *r, int indent)
     scene_report_write_provenance(f, in);
     field(f, in, "scene");
     json_write_string(f, r->scene->name);
+    fputc(',', f);
+    /* Where the scene was defined: null for a built-in one. */
+    field(f, in, "scene_file");
+    write_string_or_null(f, r->scene->file);
+    fputc(',', f);
+    field(f, in, "scene_class");
+    write_string_or_null(f, r->scene->cls);
     fputc(',', f);
     field(f, in, "device");
     json_write_string(f, r->device);

@@ -175,11 +175,11 @@ static bool check_round(const scene_run_opts *o, const scene_case *c, uint32_t r
     char rank[32] = "";
     if (scene_tp_on(o->tp))
         snprintf(rank, sizeof rank, "rank %u: ", o->tp->rank);
-    if (!pass)
-        fprintf(o->err,
-                "hostgraph: %sround %u: golden mismatch in output '%s': max abs err %g, "
-                "max rel err %g, first mismatch at index %zu\n",
-                rank, round, res.output, res.max_abs_err, res.max_rel_err, res.first_bad);
+    if (!pass) {
+        char line[HG_ERR_MSG_MAX];
+        scene_check_describe(&res, line, sizeof line);
+        fprintf(o->err, "hostgraph: %sround %u: %s\n", rank, round, line);
+    }
     return pass;
 }
 

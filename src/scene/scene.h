@@ -22,26 +22,19 @@
 #include "base/error.h"
 #include "base/outfile.h"
 #include "hostgraph.h"
+#include "hostgraph_scenes.h"
 
-#define SCENE_MAX_PARAMS 16
-#define SCENE_MAX_ARGS   32
-#define SCENE_MAX_CHECKS 8
+/* A scene is its public definition (include/hostgraph_scenes.h): the
+ * built-in scenes fill an hg_scene_def as a plugin does, and the runner
+ * reads nothing else.  The case behind hg_scene_case is scene_case. */
+#define SCENE_MAX_PARAMS HG_SCENE_MAX_PARAMS
+#define SCENE_MAX_ARGS   HG_SCENE_MAX_ARGS
+#define SCENE_MAX_CHECKS HG_SCENE_MAX_CHECKS
 
-/* A named value of a param ("preset=real"): the name stands for `value`. */
-typedef struct scene_param_value {
-    const char *name;
-    int64_t value;
-} scene_param_value;
-
-typedef struct scene_param {
-    const char *name;
-    int64_t def, min, max;
-    const char *help;
-    const char *alias; /* a second accepted key (an older spelling), or NULL */
-    /* Named values, ending with a NULL name; NULL when the param is a plain
-     * integer.  A param with names takes exactly those names. */
-    const scene_param_value *values;
-} scene_param;
+typedef hg_scene_value scene_param_value;
+typedef hg_scene_param_def scene_param;
+typedef hg_scene_def scene;
+typedef struct hg_scene_case scene_case;
 
 /* True if 0 stands for "the preset's value" (the convention: the param's
  * help says "(0: the preset's ...)"), so `list` shows it as "preset". */
@@ -58,8 +51,6 @@ typedef struct scene_check {
     double rtol, atol;
 } scene_check;
 
-typedef struct scene scene;
-typedef struct scene_case scene_case;
 typedef struct scene_tp scene_tp;
 typedef struct scene_check_result scene_check_result;
 
@@ -68,7 +59,7 @@ typedef struct scene_check_result scene_check_result;
  * does for one output and returns res->pass. */
 typedef bool (*scene_check_fn)(const scene_case *c, scene_check_result *res);
 
-struct scene_case {
+struct hg_scene_case {
     const scene *scene;
     int64_t params[SCENE_MAX_PARAMS]; /* as resolved by make(): what runs */
     hg_arg args[SCENE_MAX_ARGS];
@@ -81,29 +72,20 @@ struct scene_case {
     /* The tensor-parallel job this case is one rank's share of (set before
      * make() by scene_case_make_tp); NULL: the whole case. */
     const scene_tp *tp;
+    /* While make() runs: where hg_scene_case_fail and the builder's errors
+     * go (NULL otherwise: the builder then refuses to add args or checks). */
+    hg_err *err;
+    /* The arg names the public builder copied (freed with the case); a
+     * built-in scene's static names are not copied. */
+    char *names[SCENE_MAX_ARGS];
 };
 
-struct scene {
-    const char *name;
-    const char *description; /* one line */
-    const scene_param *params;
-    uint32_t nparams;
-    /* Fills an empty case (args, callable, checks) from validated params.
-     * c->params starts as a copy of params; make() writes there the value
-     * it used for each param whose 0 stands for the preset's (a report's
-     * params say what ran, not the placeholder). */
-    int (*make)(const int64_t *params, scene_case *c, hg_err *err);
-    /* Frees c->state; NULL when the scene keeps none.  Buffers, args and
-     * goldens are freed by scene_case_destroy. */
-    void (*destroy)(scene_case *c);
-    /* The IN args its orchestration reads on the host (hg_orch_host_view),
-     * NULL-terminated; NULL when none.  `--residency pin` passes every other
-     * IN as a device view, which has no host view. */
-    const char *const *host_reads;
-    /* True if make() can build one rank's share of the case (case->tp):
-     * `run --tp N` refuses a scene that cannot. */
-    bool splits;
-};
+/* The hg_err of a case whose make() runs: for the built-in scenes' make,
+ * which report through the internal helpers below. */
+static inline hg_err *scene_case_err(scene_case *c)
+{
+    return c->err;
+}
 
 /* ---------------------------------------------------------------- registry */
 
@@ -120,6 +102,15 @@ const scene *scene_find(const char *name);
 const scene *scene_suggest(const char *name);
 /* The i-th registered scene, or NULL past the end (for `hostgraph list`). */
 const scene *scene_at(uint32_t i);
+
+/* Registers n checked definitions (define.c checked them), all or none:
+ * HG_EINVAL naming the scene when a name is taken (file, when not NULL,
+ * names the plugin and becomes the file of those that give none; it must
+ * outlive the process).  The structs are copied. */
+int scene_register_all(const hg_scene_def *const *defs, uint32_t n, const char *file, hg_err *err);
+/* Removes a registered scene: HG_ENOTFOUND for a built-in or unknown name,
+ * HG_EINVAL while a case made from it is open. */
+int scene_unregister(const char *name, hg_err *err);
 
 /* Writes every param's default into params[0..nparams). */
 void scene_params_default(const scene *s, int64_t *params);
@@ -178,7 +169,23 @@ struct scene_check_result {
     const char *output; /* the first failing output's arg name, else the last checked */
     double max_abs_err, max_rel_err; /* of the failing output; if all pass, the worst of all */
     size_t first_bad;                /* first mismatching element; SIZE_MAX if none */
+    /* The worst element of that output: the one furthest outside its
+     * tolerance (|got - want| / (atol + rtol |want|), NaN the worst of all),
+     * its value and its golden; worst SIZE_MAX when nothing was compared. */
+    size_t worst;
+    double worst_got, worst_want, worst_score;
 };
+
+/* An empty result (pass, nothing compared) for output `output`. */
+scene_check_result scene_check_start(const char *output);
+/* Folds element i (got against want, within atol + rtol |want|) into res:
+ * its errors, first mismatch and worst element. */
+void scene_check_note(scene_check_result *res, size_t i, double got, double want, double rtol,
+                      double atol);
+/* One line for a failed res: "golden mismatch in output 'x': max abs err
+ * .., max rel err .., first mismatch at index i; worst at index j: got g,
+ * want w". */
+void scene_check_describe(const scene_check_result *res, char *out, size_t len);
 
 /* Compares every checked output with its golden, then runs the case's own
  * check (c->check) if it has one.  Returns res->pass.  A NaN in an output is

@@ -109,7 +109,8 @@ check "JSON: schema, version, device, kernels, host" python3 - "$TMP/prov.json" 
 import json, os, sys
 r = json.load(open(sys.argv[1]))
 version = open(sys.argv[2]).read().split()[1]
-assert r["schema"] == 2 and r["hostgraph_version"] == version, r
+assert r["schema"] == 3 and r["hostgraph_version"] == version, r
+assert r["scene_file"] is None and r["scene_class"] is None, r
 assert r["device"].startswith("sim:cores="), r["device"]
 assert r["kernels"] in ("avx512bf16", "avx2", "portable"), r["kernels"]
 h = r["host"]
@@ -122,7 +123,7 @@ check "JSON: HG_KERNELS=portable says portable" python3 -c '
 import json, sys; assert json.load(open(sys.argv[1]))["kernels"] == "portable"' "$TMP/port.json"
 expect_rc "compare for provenance" 0 compare vector_add --param n=100 --json "$TMP/cprov.json"
 check "compare JSON: schema and host at the top" python3 -c '
-import json, sys; r = json.load(open(sys.argv[1])); assert r["schema"] == 2 and r["host"]["cores"] > 0' \
+import json, sys; r = json.load(open(sys.argv[1])); assert r["schema"] == 3 and r["host"]["cores"] > 0' \
     "$TMP/cprov.json"
 
 finish

@@ -35,8 +35,10 @@ static int orch_sleep(hg_orch *o, void *user)
     return hg_task_submit(o, &d, NULL);
 }
 
-static int make_sleep(const int64_t *params, scene_case *c, hg_err *err)
+static int make_sleep(scene_case *c, const int64_t *params, void *user)
 {
+    (void)user;
+    hg_err *err = scene_case_err(c);
     (void)params;
     size_t n = 16;
     uint32_t arg;
@@ -72,8 +74,10 @@ static bool check_slowly(const scene_case *c, scene_check_result *res)
 }
 
 /* A case that takes 1.4 s to make and 1.4 s to check; its round is quick. */
-static int make_slowly(const int64_t *params, scene_case *c, hg_err *err)
+static int make_slowly(scene_case *c, const int64_t *params, void *user)
 {
+    (void)user;
+    hg_err *err = scene_case_err(c);
     (void)params;
     sleep_long();
     size_t n = 16;
