@@ -79,6 +79,7 @@ def _usage(msg: str) -> int:
 def _command(argv: List[str]) -> int:
     """hg_scene_command(argv) in this process, stoppable by Ctrl-C."""
     lib = _capi.scene_def_api()
+    command = _capi.scene_command()
     cargv = (ctypes.c_char_p * (len(argv) + 1))(*[os.fsencode(a) for a in argv], None)
 
     def begin() -> ctypes.c_void_p:
@@ -89,7 +90,7 @@ def _command(argv: List[str]) -> int:
         return cancel
 
     def run(cancel: ctypes.c_void_p) -> int:
-        return int(lib.hg_scene_command(len(argv), cargv, cancel))
+        return int(command(len(argv), cargv, cancel))
 
     sys.stdout.flush()
     sys.stderr.flush()

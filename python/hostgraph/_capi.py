@@ -366,7 +366,6 @@ _SCENE_DEF_PROTOTYPES = {
     "hg_scene_case_state": (_P, [_P]),
     # variadic: always called as (c, code, b"%s", message)
     "hg_scene_case_fail": (c_int, [_P, c_int, c_char_p, c_char_p]),
-    "hg_scene_command": (c_int, [c_int, POINTER(c_char_p), _P]),
 }
 
 
@@ -475,6 +474,19 @@ def scene_def_api() -> ctypes.CDLL:
             fn.argtypes = argtypes
         _scene_def_bound = True
     return lib
+
+
+def scene_command() -> "ctypes._CFuncPtr":
+    """hg_scene_command, bound; ImportError when the library predates it."""
+    lib = scene_def_api()
+    try:
+        fn = lib.hg_scene_command
+    except AttributeError:
+        raise ImportError(f"hostgraph: {lib._name} has no hg_scene_command: this library "
+                          "predates running Python scenes in-process; rebuild hostgraph") from None
+    fn.restype = c_int
+    fn.argtypes = [c_int, POINTER(c_char_p), _P]
+    return fn
 
 
 def includedir() -> str:

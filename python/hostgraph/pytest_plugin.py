@@ -77,7 +77,8 @@ class SceneItem(pytest.Item):
         self.case = case
 
     def runtest(self) -> None:
-        from . import scene, scenes
+        from . import scene
+        from .scenes import run_scene
         from .errors import GoldenError, SceneError, UsageError
 
         cfg = self.config
@@ -93,7 +94,7 @@ class SceneItem(pytest.Item):
         reg.prepare()  # a compile error fails here, with the compiler's lines
         residency = cfg.getoption("--hg-residency") or cls.residency or "off"
         try:
-            report = scenes.run_scene(reg.name, rounds=cfg.getoption("--hg-rounds"),
+            report = run_scene(reg.name, rounds=cfg.getoption("--hg-rounds"),
                                       residency=residency, device=device,
                                       verify=cfg.getoption("--hg-verify"),
                                       replay=cfg.getoption("--hg-replay"))

@@ -466,8 +466,7 @@ class Registration:
             return 0
         except BaseException as e:  # the case fails with its text; nothing escapes into C
             self.last_error = e
-            code = getattr(e, "code", None)
-            code = code if isinstance(code, int) and code < 0 else _capi.HG_EINVAL
+            code = _make_code(e)
             where = traceback.extract_tb(e.__traceback__)[-1:] if e.__traceback__ else []
             at = f" (at {where[0].filename}:{where[0].lineno})" if where and \
                 not isinstance(e, SceneCompileError) else ""
@@ -530,6 +529,22 @@ class Registration:
                 np.ctypeslib.as_array(gptr, shape=(g.size,))[:] = g.ravel()
         _check(lib.hg_scene_case_set_callable(cptr, ctypes.byref(callable_._struct)),
                "set_callable")
+
+
+def _make_code(e: BaseException) -> int:
+    """make()'s code for an exception: the runner exits 2 (usage) for
+    HG_EINVAL and HG_ERANGE, 3 (runtime) for any other.  A ValueError (params
+    that do not fit together, a bad arg) is a usage error; a hostgraph Error
+    keeps its code; anything else (a compile error, a bug in make_args or
+    golden) is a runtime error, HG_EIO."""
+    code = getattr(e, "code", None)
+    if isinstance(e, SceneCompileError):
+        return _capi.HG_EIO
+    if isinstance(code, int) and code < 0:
+        return code
+    if isinstance(e, ValueError):
+        return _capi.HG_EINVAL
+    return _capi.HG_EIO
 
 
 def _check(rc: int, what: str) -> None:
