@@ -92,17 +92,51 @@ def _command(argv: List[str]) -> int:
     def run(cancel: ctypes.c_void_p) -> int:
         return int(command(len(argv), cargv, cancel))
 
+    asked = [0]
+
+    def cancel(c: ctypes.c_void_p) -> None:  # each Ctrl-C, said at once as the command does
+        asked[0] += 1
+        if asked[0] == 1:
+            msg = ("interrupted (Ctrl-C): stopping before the next round; Ctrl-C again stops "
+                   "the round in flight")
+        else:
+            msg = "interrupted again (Ctrl-C): stopping the round in flight"
+        print(f"{chr(13) + chr(27) + '[K' if sys.stderr.isatty() else ''}hostgraph: {msg}",
+              file=sys.stderr, flush=True)
+        lib.hg_scene_cancel_request(c)
+
     sys.stdout.flush()
     sys.stderr.flush()
+    _line_buffered_stdout()
     from . import _interrupt
 
     try:
-        rc = _interrupt.call(run, lib.hg_scene_cancel_request, begin, lib.hg_scene_cancel_destroy)
+        rc = _interrupt.call(run, cancel, begin, lib.hg_scene_cancel_destroy)
     except KeyboardInterrupt:
         rc = _capi.HG_SCENE_INTERRUPTED
     finally:
         ctypes.CDLL(None).fflush(None)  # the command's stdio, before ours goes on
     return rc
+
+
+_stdout_set = False
+
+
+def _line_buffered_stdout() -> None:
+    """As the command does: a table into a pipe or a file goes out a line at
+    a time (the C library's stdout of this process), so an interrupted or
+    killed run never leaves half a row."""
+    global _stdout_set
+    if _stdout_set or os.isatty(1):
+        return
+    _stdout_set = True
+    try:
+        libc = ctypes.CDLL(None)
+        stream = ctypes.c_void_p.in_dll(libc, "stdout")
+        libc.setvbuf.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_size_t]
+        libc.setvbuf(stream, None, 1, 0)  # _IOLBF
+    except (OSError, ValueError, AttributeError):  # not glibc-like: block buffered, as before
+        pass
 
 
 def run_python_scene(args: List[str], pos: int,

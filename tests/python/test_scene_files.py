@@ -363,6 +363,38 @@ def test_python_m_hostgraph_runs_a_scene_file(tmp_path):
     assert report["residency"] == "all" and report["params"]["rows"] == 37
 
 
+def test_ctrl_c_stops_a_scene_file_after_the_round_in_flight_with_130(tmp_path):
+    # SIGINT once the table's second row is out (an event, not a delay): the
+    # command acknowledges it, stops after the round in flight, writes its
+    # report with "interrupted": true and exits 130.
+    import signal
+
+    out = tmp_path / "r.json"
+    env = dict(os.environ, PYTHONPATH=str(Path(hg.__file__).resolve().parents[1]))
+    p = subprocess.Popen([sys.executable, "-m", "hostgraph", "run",
+                          f"{EXAMPLES / 'test_matmul.py'}::Matmul::square", "--param", "m=256",
+                          "--param", "n=256", "--param", "k=256", "--rounds", "100000",
+                          "--json", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=env)
+    try:
+        rows = 0
+        for line in p.stdout:
+            if line.split()[:1] and line.split()[0].isdigit():
+                rows += 1
+                if rows == 2:
+                    p.send_signal(signal.SIGINT)
+                    break
+        rest, err = p.communicate(timeout=300)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, err
+    assert "interrupted (Ctrl-C): stopping before the next round" in err
+    report = json.loads(out.read_text())
+    assert report["interrupted"] is True and 2 <= len(report["rounds"]) < 100000
+    assert all(r["golden"] == "pass" for r in report["rounds"])
+
+
 def test_tp_is_refused_and_a_bad_selector_is_a_usage_error(tmp_path):
     p = hg_cmd("run", str(EXAMPLES / "test_softmax.py"), "--tp", "2")
     assert p.returncode == 2 and "--tp" in p.stderr and "Python scene" in p.stderr
