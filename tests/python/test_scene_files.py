@@ -55,10 +55,14 @@ __kernel void vadd(HG_STATUS_ARGS, HG_TENSOR(float, a), HG_TENSOR(float, b), HG_
 
 @pytest.fixture(autouse=True)
 def cache(tmp_path, monkeypatch):
-    """Every test compiles into its own cache folder."""
+    """Every test compiles into its own cache folder, and leaves no scene
+    registered in this process (hg_scene_count would count it: other tests
+    compare the process's scenes with `hostgraph list`)."""
     d = tmp_path / "cache"
     monkeypatch.setenv("HG_CACHE_DIR", str(d))
-    return d
+    yield d
+    for name in list(scene._registry):
+        scene.unregister(name)
 
 
 def vadd_kernels(op="+", label="vadd"):
