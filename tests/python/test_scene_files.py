@@ -223,6 +223,25 @@ def test_replay_runs_the_python_orchestration_once_until_a_host_read_arg_changes
         pb.close()
 
 
+@pytest.mark.parametrize("spec", device_specs())
+def test_scratch_carries_one_task_s_output_to_the_next(spec):
+    def twice(o, args):  # c = (a + b) + b through run-owned scratch
+        n = args.a.shape[0]
+        s = o.scratch("s", "f32", [n])
+        o.submit("vadd", None, [args.a, args.b, s.as_out()])
+        o.submit("vadd", None, [s.as_in(), args.b, args.c])
+
+    bufs = Buffers()
+    try:
+        with hg.Device(spec) as dev, hg.Runner(dev) as r:
+            for _ in range(2):  # the second run reuses the pooled scratch
+                st = r.run(hg.python_callable(twice, vadd_kernels()), bufs.args)
+                np.testing.assert_array_equal(bufs.c, bufs.a + 2 * bufs.b)
+            assert st.tasks == 2 and st.edges == 1 and st.device_allocs == 0
+    finally:
+        bufs.close()
+
+
 def test_views_index_two_dimensions_and_host_views_are_read_only():
     seen = {}
 
