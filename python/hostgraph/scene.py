@@ -568,6 +568,9 @@ def _dtype_name(name: str, arr: np.ndarray) -> str:
 
 
 _registry: Dict[str, Registration] = {}
+# Unregistered, kept alive: the library keeps an unregistered entry (a
+# pointer handed out earlier never dangles), which points into these.
+_retired: List[Registration] = []
 
 
 def register(cls: Type[Scene], file: Optional[str] = None) -> List[Registration]:
@@ -610,7 +613,9 @@ def unregister(name: str) -> None:
     rc = lib.hg_scene_unregister(name.encode(), err, len(err))
     if rc != 0 and rc != _capi.HG_ENOTFOUND:
         raise InvalidArgument(err.value.decode(errors="replace"))
-    _registry.pop(name, None)
+    reg = _registry.pop(name, None)
+    if reg is not None:  # the library keeps the entry (never freed): so do we, what it points to
+        _retired.append(reg)
 
 
 def registration(name: str) -> Registration:
