@@ -335,6 +335,56 @@ def test_python_orchestration_runs_once_in_5_replayed_rounds_of_the_scene_runner
     assert [r["replayed"] for r in report["rounds"]] == [0, 1, 1, 1, 1]
 
 
+BF16_SCENE = r'''
+import numpy as np
+import hostgraph as hg
+
+WIDEN_C = r"""
+#include "hostgraph.h"
+int widen(const hg_kernel_ctx *ctx)   /* y = 2 * float(x), x bf16 */
+{
+    const uint16_t *x = ctx->args[0].data;
+    float *y = ctx->args[1].data;
+    for (size_t i = 0; i < ctx->args[0].shape[0]; i++)
+        y[i] = 2.0f * hg_bf16_to_f32(x[i]);
+    return 0;
+}
+"""
+
+class Widen(hg.Scene):
+    kernels = [hg.Kernel("widen", "vector", c=WIDEN_C)]
+    params = {"n": hg.Param(300, 1, 4096, "elements"),
+              "kind": hg.Param("bf16", values={"bf16": 1, "plain": 2})}
+    cases = [hg.Case("bf16"), hg.Case("plain", kind="plain")]
+    rtol, atol = 0.0, 0.0
+
+    def make_args(self, p):
+        x = (np.arange(p.n, dtype=np.float32) - 150) / 4   # exact in bf16
+        bits = (x.view(np.uint32) >> 16).astype(np.uint16)
+        arg = hg.In("x", bits, dtype="bf16") if p.kind == "bf16" else hg.In("x", bits)
+        return [arg, hg.Out("y", np.zeros(p.n, np.float32))]
+
+    def golden(self, args, p):
+        x = (args.x.astype(np.uint32) << 16).view(np.float32)
+        return {"y": 2.0 * x.astype(np.float64)}
+
+    def orchestrate(self, o, args):
+        o.submit("widen", None, [args.x, args.y])
+'''
+
+
+def test_bf16_travels_as_uint16_with_a_declared_dtype_and_named_params(tmp_path):
+    path = tmp_path / "test_widen.py"
+    path.write_text(BF16_SCENE)
+    _, reg = scene.select(str(path), "Widen", "bf16")
+    report = run_scene(reg.name, rounds=2)
+    assert report["params"]["kind"] in ("bf16", 1)  # the named value's name (or its value)
+    assert all(r["golden"] == "pass" for r in report["rounds"])
+    _, plain = scene.select(str(path), "Widen", "plain")
+    with pytest.raises(hg.UsageError, match="arg 'x'.*uint16.*bf16"):
+        run_scene(plain.name, rounds=1)
+
+
 @pytest.mark.parametrize("spec", device_specs())
 def test_later_rounds_of_all_move_exactly_the_floor(spec):
     # matmul: IN a, b unchanged (up: 0), OUT c all written (down: m*n f32)
