@@ -141,9 +141,14 @@ def _line_buffered_stdout() -> None:
 
 def run_python_scene(args: List[str], pos: int,
                      sel: Tuple[str, Optional[str], Optional[str]]) -> int:
-    from . import scene
-    from ._compile import SceneCompileError
-    from .errors import Error
+    try:
+        from . import scene
+        from ._compile import SceneCompileError
+        from .errors import Error
+
+        _capi.scene_command()
+    except ImportError as e:  # no numpy, or a library without hg_scene_command
+        return _usage(f"{sel[0]}: {e}")
 
     sub = args[0]
     if _has_flag(args, "--tp"):
