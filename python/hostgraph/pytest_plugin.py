@@ -20,6 +20,7 @@ under one name (PLUGIN_NAME) so the two never both register.
 from __future__ import annotations
 
 import inspect
+import sys
 from typing import Any, Iterator, Optional
 
 import pytest
@@ -38,8 +39,13 @@ def pytest_addoption(parser: Any) -> None:
 
 
 def _is_scene_class(collector: Any, obj: Any) -> bool:
-    from .scene import Scene
-
+    # Installed, this plugin sees every test module of every project: one
+    # that never imported hostgraph.scene holds no Scene class, and costs
+    # nothing (no import of numpy or of the libraries).
+    loaded = sys.modules.get("hostgraph.scene")
+    if loaded is None or not inspect.isclass(obj):
+        return False
+    Scene = loaded.Scene
     module = getattr(collector, "obj", None)
     return (inspect.isclass(obj) and issubclass(obj, Scene) and obj is not Scene
             and module is not None and obj.__module__ == getattr(module, "__name__", None)
