@@ -75,6 +75,15 @@ class View:
     def dtype(self) -> str:
         return dtypes.from_code(self.tensor.dtype)
 
+    def _slice1(self, key: slice) -> "View":
+        """The common case, a 1-D view's step-1 slice, without the general loop."""
+        src = self.tensor
+        start, stop, _ = key.indices(src.shape[0])
+        t = _capi.hg_tensor.from_buffer_copy(src)
+        t.offset = src.offset + start * src.strides[0]
+        t.shape[0] = max(stop - start, 0)
+        return View(self.arg, self.name, t, self.access)
+
     def _with(self, tensor: "_capi.hg_tensor", access: Optional[int] = None) -> "View":
         return View(self.arg, self.name, tensor, self.access if access is None else access)
 
@@ -88,6 +97,8 @@ class View:
         return self._with(self.tensor, _capi.HG_INOUT)
 
     def __getitem__(self, key: Any) -> "View":
+        if type(key) is slice and self.tensor.ndims == 1 and key.step is None:
+            return self._slice1(key)
         keys = key if isinstance(key, tuple) else (key,)
         nd = self.ndim
         if len(keys) > nd:
@@ -162,6 +173,13 @@ class Orch:
         self._kernels = kernels
         self._core_variants: Dict[Tuple[str, int], Any] = {}
         self._argcache: Dict[str, Any] = {}
+        self._recs: Dict[Any, Any] = {}
+        self._targs = (_capi.hg_task_arg * _capi.HG_MAX_TASK_ARGS)()
+        self._scalars = (ctypes.c_uint64 * _capi.HG_MAX_TASK_SCALARS)()
+        self._desc = _capi.hg_task_desc(None, self._targs, 0, self._scalars, 0, None, 0)
+        self._desc_ref = ctypes.byref(self._desc)
+        self._tid = ctypes.c_uint32()
+        self._tid_ref = ctypes.byref(self._tid)
         self.tasks = 0
 
     def _h(self) -> int:
@@ -234,28 +252,47 @@ class Orch:
         own) over `views`; scalars go as 64 bits each (floats as f64).
         Returns its task id; raises the Error for a code the C side refuses
         with (naming the task)."""
-        rec = self._kernel(kernel, core_of(core, "submit"))
+        key = (kernel if isinstance(kernel, str) else id(kernel), core)
+        recp = self._recs.get(key)
+        if recp is None:  # the record's pointer, once per kernel and core
+            recp = ctypes.pointer(self._kernel(kernel, core_of(core, "submit")))
+            self._recs[key] = (recp, kernel)
+        else:
+            recp = recp[0]
         n = len(views)
         if n > _capi.HG_MAX_TASK_ARGS:
             raise InvalidArgument(f"submit: {n} views, at most {_capi.HG_MAX_TASK_ARGS}")
-        targs = (_capi.hg_task_arg * max(n, 1))()
+        if len(scalars) > _capi.HG_MAX_TASK_SCALARS:
+            raise InvalidArgument(f"submit: {len(scalars)} scalars, at most "
+                                  f"{_capi.HG_MAX_TASK_SCALARS}")
+        # The run copies everything a desc points to at submit: one set of
+        # arrays serves every submit of this orchestration.
+        targs, sc, desc = self._targs, self._scalars, self._desc
         for i, v in enumerate(views):
-            if not isinstance(v, View):
+            if type(v) is not View:
                 raise TypeError(f"submit: views[{i}] is a {type(v).__name__}, not a View "
                                 "(args.NAME[...] or o.scratch(...))")
-            targs[i].arg = v.arg
-            targs[i].access = v.access
-            targs[i].view = v.tensor
-        sc = (ctypes.c_uint64 * max(len(scalars), 1))(*[scalar_bits(s) for s in scalars])
-        dp = (ctypes.c_uint32 * max(len(deps), 1))(*deps)
-        desc = _capi.hg_task_desc(ctypes.pointer(rec), targs, n, sc, len(scalars), dp, len(deps))
-        tid = ctypes.c_uint32()
-        rc = _lib.hg_task_submit(self._h(), ctypes.byref(desc), ctypes.byref(tid))
+            t = targs[i]
+            t.arg = v.arg
+            t.access = v.access
+            t.view = v.tensor
+        for i, x in enumerate(scalars):
+            sc[i] = x if type(x) is int and 0 <= x < (1 << 64) else scalar_bits(x)
+        desc.kernel = recp
+        desc.nargs = n
+        desc.nscalars = len(scalars)
+        if deps:
+            dp = (ctypes.c_uint32 * len(deps))(*deps)
+            desc.deps, desc.ndeps = dp, len(deps)
+        else:
+            desc.ndeps = 0
+        rc = _lib.hg_task_submit(self._h(), self._desc_ref, self._tid_ref)
         if rc != 0:
-            raise error_for(rc, f"submit of kernel '{(rec.name or b'').decode()}' (task "
-                                f"{self.tasks}) failed: {_capi.strerror(rc)}")
+            name = (recp.contents.name or b"").decode()
+            raise error_for(rc, f"submit of kernel '{name}' (task {self.tasks}) failed: "
+                                f"{_capi.strerror(rc)}")
         self.tasks += 1
-        return int(tid.value)
+        return int(self._tid.value)
 
     def host_view(self, view: Union[View, str]) -> np.ndarray:
         """The host bytes of an IN arg (or of a view of one) as a read-only
