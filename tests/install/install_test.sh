@@ -147,6 +147,20 @@ fi
 step "the installed command"
 "$prefix/bin/hostgraph" run vector_add --param n=10000 --rounds 2 --residency all --quiet
 
+step "a C scene plugin built against the installed library, run by the installed command"
+saxpy=$prefix/share/hostgraph/examples/scenes/saxpy.c
+[ -f "$saxpy" ] || fail "examples/scenes/saxpy.c is not installed"
+# shellcheck disable=SC2046
+"$cc" "${cflags[@]}" -shared -fPIC "$saxpy" -o "$tmp/libscene_saxpy.so" \
+    $(pkg-config --cflags --libs hostgraph_scenes)
+LD_LIBRARY_PATH=$libdir "$prefix/bin/hostgraph" list --scene-lib "$tmp/libscene_saxpy.so" >"$tmp/list.txt"
+grep -q '^saxpy ' "$tmp/list.txt" || fail "hostgraph list --scene-lib does not show saxpy"
+LD_LIBRARY_PATH=$libdir "$prefix/bin/hostgraph" run saxpy --scene-lib "$tmp/libscene_saxpy.so" \
+    --rounds 2 --residency all --json "$tmp/saxpy.json" --quiet
+grep -q '"golden": "pass"' "$tmp/saxpy.json" || fail "the plugin's report says no pass"
+grep -q "\"scene_file\": \"$tmp/libscene_saxpy.so\"" "$tmp/saxpy.json" ||
+    fail "the plugin's report does not name its file"
+
 if [ -z "$py" ] || ! "$py" -c 'import numpy' 2>/dev/null; then
     echo "-- the installed Python package: skipped (no python3 with numpy)"
     exit 0
