@@ -42,7 +42,7 @@ import numpy as np
 from . import _capi, _compile, dtypes
 from ._compile import SceneCompileError, Source
 from .errors import InvalidArgument, UsageError
-from .orchestration import Args, Orch, PythonCallable, View, core_of, python_callable
+from .orchestration import PythonCallable, python_callable
 from .runtime import Callable, scalar_bits
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -121,7 +121,7 @@ def test_a_cache_hit_compiles_nothing(cache):
 
 def test_a_second_process_finds_the_entry(cache):
     vadd_kernels()
-    code = textwrap.dedent(f"""
+    code = textwrap.dedent("""
         import hostgraph as hg
         from hostgraph import _compile
         import test_scene_files as t
