@@ -704,13 +704,17 @@ def scene_main(argv: Optional[Sequence[str]] = None) -> None:
     g = caller.f_back.f_globals if caller is not None and caller.f_back is not None else {}
     if g.get("__name__") != "__main__":
         return
-    from .__main__ import main
+    from .__main__ import run_python_scene
 
     args = list(sys.argv[1:] if argv is None else argv)
     cmd = "run"
     if args and args[0] in ("run", "compare", "list"):
         cmd = args.pop(0)
-    sel = ""
+    cls_name = case_name = None
     if args and not args[0].startswith("-"):
-        sel = "::" + args.pop(0)
-    sys.exit(main([cmd, g.get("__file__", sys.argv[0]) + sel] + args))
+        parts = args.pop(0).split("::")
+        cls_name = parts[0] or None
+        case_name = parts[1] if len(parts) > 1 and parts[1] else None
+    path = g.get("__file__") or sys.argv[0]
+    # The file itself, whatever its name ends with: it is this process's __main__.
+    sys.exit(run_python_scene([cmd, path] + args, 1, (path, cls_name, case_name)))
