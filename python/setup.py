@@ -6,6 +6,10 @@ hostgraph/_paths.py into the built package, as CMake does for its own copies:
     HOSTGRAPH_BUILD_DIR                  a CMake build tree (both folders);
     ../build next to this file           a checkout's default build tree.
 
+It also records where hostgraph.h is, for the scene compile cache
+(hostgraph/_compile.py): $HOSTGRAPH_INCLUDEDIR, else the named build's own
+_paths.INCLUDEDIR (what CMake recorded), else this checkout's include/.
+
 Otherwise it writes none, and the package looks at import time in this
 Python's prefix (lib, bin) and on the dynamic loader's path (hostgraph/_capi.py).
 HOSTGRAPH_LIBDIR at run time overrides either.
@@ -32,6 +36,22 @@ def locate():
     return None
 
 
+def locate_includedir(libdir):
+    """Where hostgraph.h is, or "" (the compiler's default path)."""
+    inc = os.environ.get("HOSTGRAPH_INCLUDEDIR")
+    if inc:
+        return os.path.abspath(inc)
+    paths = os.path.join(libdir, "python", "hostgraph", "_paths.py")
+    if os.path.exists(paths):  # a build tree: CMake wrote where its headers are
+        found = {}
+        with open(paths, encoding="utf-8") as f:
+            exec(f.read(), found)  # noqa: S102 (a file CMake generated)
+        if found.get("INCLUDEDIR"):
+            return found["INCLUDEDIR"]
+    here = os.path.join(HERE, "..", "include")
+    return os.path.abspath(here) if os.path.exists(os.path.join(here, "hostgraph.h")) else ""
+
+
 class BuildPy(build_py):
     def run(self):
         super().run()
@@ -45,7 +65,8 @@ class BuildPy(build_py):
             return
         with open(path, "w", encoding="utf-8") as f:
             f.write("# Written by setup.py: where this installed copy finds hostgraph.\n"
-                    f"LIBDIR = {found[0]!r}\nBINDIR = {found[1]!r}\n")
+                    f"LIBDIR = {found[0]!r}\nBINDIR = {found[1]!r}\n"
+                    f"INCLUDEDIR = {locate_includedir(found[0])!r}\n")
         print(f"hostgraph: the package will load the libraries from {found[0]}")
 
 

@@ -25,7 +25,10 @@ that with :class:`StaleError`.
 
 Scenes: :func:`run_scene`, :func:`compare_scene` (the command's JSON report,
 as Python objects), :class:`SceneCase`; ``python3 -m hostgraph`` is the
-``hostgraph`` command.
+``hostgraph`` command.  Your own scenes: subclass :class:`Scene` in a
+``test_*.py`` file (hostgraph/scene.py), run it with ``python3 -m hostgraph
+run FILE.py`` or pytest; :func:`python_callable` turns a Python
+orchestration into a Callable for Runner.run.
 """
 
 import sys as _sys
@@ -54,4 +57,14 @@ if _numpy is None:  # only the command (hostgraph.__main__) is usable
         raise ImportError(f"hostgraph.{name} needs numpy: install it (apt-get install python3-numpy)")
 else:
     from ._api import *  # noqa: F401,F403
-    from ._api import __all__  # noqa: F401
+    from ._api import __all__ as _core_all
+    from ._compile import SceneCompileError
+    from .orchestration import Args, Orch, PythonCallable, View, python_callable
+    from .scene import (Case, In, InOut, Kernel, KernelSet, Out, Param, Scalar, Scene,
+                        compile_kernels, scene_main)
+
+    __all__ = list(_core_all) + [
+        "Args", "Case", "In", "InOut", "Kernel", "KernelSet", "Orch", "Out", "Param",
+        "PythonCallable", "Scalar", "Scene", "SceneCompileError", "View", "compile_kernels",
+        "python_callable", "scene_main",
+    ]  # fmt: skip

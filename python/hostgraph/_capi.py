@@ -163,6 +163,89 @@ class hg_scene_opts(Structure):
     ]
 
 
+class hg_kernel(Structure):
+    _fields_ = [
+        ("name", c_char_p),
+        ("fn", c_void_p),
+        ("core", c_int),
+        ("cl_source", c_char_p),
+        ("cl_entry", c_char_p),
+    ]
+
+
+class hg_task_arg(Structure):
+    _fields_ = [("arg", c_uint32), ("access", c_int), ("view", hg_tensor)]
+
+
+class hg_task_desc(Structure):
+    _fields_ = [
+        ("kernel", POINTER(hg_kernel)),
+        ("args", POINTER(hg_task_arg)),
+        ("nargs", c_uint32),
+        ("scalars", POINTER(c_uint64)),
+        ("nscalars", c_uint32),
+        ("deps", POINTER(c_uint32)),
+        ("ndeps", c_uint32),
+    ]
+
+
+# hg_core_type
+HG_CORE_CUBE, HG_CORE_VECTOR, HG_CORE_ANY = 0, 1, 2
+HG_MAX_TASK_ARGS = 16
+HG_MAX_TASK_SCALARS = 16
+
+# int (*hg_orch_fn)(hg_orch *o, void *user)
+ORCH_FN = ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p)
+
+
+# ------------------------------------------------ scene definition (issue 26)
+
+HG_SCENE_DEF_VERSION = 1
+HG_SCENE_MAX_PARAMS = 16
+HG_SCENE_MAX_ARGS = 32
+HG_SCENE_MAX_CHECKS = 8
+
+
+class hg_scene_value(Structure):
+    _fields_ = [("name", c_char_p), ("value", c_int64)]
+
+
+class hg_scene_param_def(Structure):
+    _fields_ = [
+        ("name", c_char_p),
+        ("def_", c_int64),
+        ("min", c_int64),
+        ("max", c_int64),
+        ("help", c_char_p),
+        ("alias", c_char_p),
+        ("values", POINTER(hg_scene_value)),
+    ]
+
+
+# int (*make)(hg_scene_case *c, const int64_t *params, void *user)
+SCENE_MAKE_FN = ctypes.CFUNCTYPE(c_int, c_void_p, POINTER(c_int64), c_void_p)
+# void (*destroy)(hg_scene_case *c, void *user)
+SCENE_DESTROY_FN = ctypes.CFUNCTYPE(None, c_void_p, c_void_p)
+
+
+class hg_scene_def(Structure):
+    _fields_ = [
+        ("size", c_uint32),
+        ("version", c_uint32),
+        ("name", c_char_p),
+        ("description", c_char_p),
+        ("params", POINTER(hg_scene_param_def)),
+        ("nparams", c_uint32),
+        ("make", SCENE_MAKE_FN),
+        ("destroy", SCENE_DESTROY_FN),
+        ("host_reads", POINTER(c_char_p)),
+        ("splits", c_bool),
+        ("user", c_void_p),
+        ("file", c_char_p),
+        ("cls", c_char_p),
+    ]
+
+
 # Slack after every struct the C side fills in: a field appended to the
 # header later must not write past a Python buffer before the ABI test
 # says the bindings need it.
@@ -226,6 +309,17 @@ _CORE_PROTOTYPES = {
     "hg_runner_cancel": (None, [_P]),
     "hg_runner_cancel_clear": (None, [_P]),
     "hg_runner_errmsg": (c_char_p, [_P]),
+    "hg_orch_num_args": (c_uint32, [_P]),
+    "hg_orch_find_arg": (c_int, [_P, c_char_p]),
+    "hg_orch_arg": (c_int, [_P, c_uint32, POINTER(POINTER(hg_arg))]),
+    "hg_orch_host_view": (c_int, [_P, c_uint32, POINTER(_P)]),
+    "hg_orch_scratch": (
+        c_int,
+        [_P, c_char_p, c_int, c_uint32, POINTER(c_size_t), POINTER(c_uint32), POINTER(hg_tensor)],
+    ),
+    # variadic: always called as (o, code, b"%s", message)
+    "hg_orch_fail": (c_int, [_P, c_int, c_char_p, c_char_p]),
+    "hg_task_submit": (c_int, [_P, POINTER(hg_task_desc), POINTER(c_uint32)]),
 }
 
 _SCENE_PROTOTYPES = {
@@ -248,6 +342,30 @@ _SCENE_PROTOTYPES = {
     "hg_scene_case_num_args": (c_uint32, [_P]),
     "hg_scene_case_callable": (POINTER(hg_callable), [_P]),
     "hg_scene_case_check": (c_bool, [_P, c_char_p, c_size_t]),
+}
+
+
+# The scene definition API (hg_scene_register, the case builder,
+# hg_scene_command): bound on first use by scene_def_api(), so a library
+# built before it still loads for everything else.
+_SCENE_DEF_PROTOTYPES = {
+    "hg_scene_register": (c_int, [POINTER(hg_scene_def), c_char_p, c_size_t]),
+    "hg_scene_unregister": (c_int, [c_char_p, c_char_p, c_size_t]),
+    "hg_scene_case_add_tensor": (
+        c_int,
+        [_P, c_char_p, c_int, c_int, c_uint32, POINTER(c_size_t), POINTER(c_uint32)],
+    ),
+    "hg_scene_case_add_scalar": (c_int, [_P, c_char_p, c_uint64, POINTER(c_uint32)]),
+    "hg_scene_case_data": (_P, [_P, c_uint32]),
+    "hg_scene_case_add_check": (
+        c_int,
+        [_P, c_uint32, ctypes.c_double, ctypes.c_double, POINTER(POINTER(ctypes.c_double))],
+    ),
+    "hg_scene_case_set_callable": (c_int, [_P, POINTER(hg_callable)]),
+    "hg_scene_case_set_state": (None, [_P, _P]),
+    "hg_scene_case_state": (_P, [_P]),
+    # variadic: always called as (c, code, b"%s", message)
+    "hg_scene_case_fail": (c_int, [_P, c_int, c_char_p, c_char_p]),
 }
 
 
@@ -334,6 +452,56 @@ def scenes() -> ctypes.CDLL:
     if _scenes is None:
         _scenes = _load("libhostgraph_scenes.so.0", _SCENE_PROTOTYPES)
     return _scenes
+
+
+_scene_def_bound = False
+
+
+def scene_def_api() -> ctypes.CDLL:
+    """libhostgraph_scenes with the scene definition calls bound; ImportError
+    naming the missing call when the library predates them."""
+    global _scene_def_bound
+    lib = scenes()
+    if not _scene_def_bound:
+        for fname, (restype, argtypes) in _SCENE_DEF_PROTOTYPES.items():
+            try:
+                fn = getattr(lib, fname)
+            except AttributeError:
+                raise ImportError(
+                    f"hostgraph: {lib._name} has no {fname}: this library predates Python "
+                    "scenes (issue 26); rebuild hostgraph") from None
+            fn.restype = restype
+            fn.argtypes = argtypes
+        _scene_def_bound = True
+    return lib
+
+
+def scene_command() -> "ctypes._CFuncPtr":
+    """hg_scene_command, bound; ImportError when the library predates it."""
+    lib = scene_def_api()
+    try:
+        fn = lib.hg_scene_command
+    except AttributeError:
+        raise ImportError(f"hostgraph: {lib._name} has no hg_scene_command: this library "
+                          "predates running Python scenes in-process; rebuild hostgraph") from None
+    fn.restype = c_int
+    fn.argtypes = [c_int, POINTER(c_char_p), _P]
+    return fn
+
+
+def includedir() -> str:
+    """Where hostgraph.h is, as CMake recorded it (_paths.INCLUDEDIR), or
+    $HOSTGRAPH_INCLUDEDIR; "" when neither says (a pip install that named
+    no build): the compiler's default include path."""
+    env = os.environ.get("HOSTGRAPH_INCLUDEDIR")
+    if env:
+        return env
+    try:
+        from . import _paths
+    except ImportError:
+        return ""
+    inc = getattr(_paths, "INCLUDEDIR", "")
+    return _package_relative(inc) if inc else ""
 
 
 def strerror(code: int) -> str:

@@ -25,6 +25,12 @@ STRUCTS = {
     "hg_device_counters": _capi.hg_device_counters,
     "hg_scene_param_info": _capi.hg_scene_param_info,
     "hg_scene_opts": _capi.hg_scene_opts,
+    "hg_kernel": _capi.hg_kernel,
+    "hg_task_arg": _capi.hg_task_arg,
+    "hg_task_desc": _capi.hg_task_desc,
+    "hg_scene_value": _capi.hg_scene_value,
+    "hg_scene_param_def": _capi.hg_scene_param_def,
+    "hg_scene_def": _capi.hg_scene_def,
 }
 
 
