@@ -85,7 +85,9 @@ void hg_scene_cancel_destroy(hg_scene_cancel *c);
 void hg_scene_cancel_request(hg_scene_cancel *c);
 
 /* What `hostgraph run` / `hostgraph compare` take, as a struct.  Zero (or
- * NULL) means the command's default for every field. */
+ * NULL) means the command's default for every field.  It carries no size
+ * or version (unlike hg_scene_def, which plugins hand in): a release that
+ * grows it bumps the library's soname. */
 typedef struct hg_scene_opts {
     const char *scene;         /* "bgemm" */
     const char *const *params; /* "KEY=VALUE" strings, as --param takes them */
