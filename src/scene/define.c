@@ -313,6 +313,20 @@ static int copy_name(const hg_scene_case *c, const char *call, const char *name,
     return 0;
 }
 
+/* After the internal add (rc): the case keeps the copied name of arg
+ * `index`, or it is freed. */
+static int adopt_name(hg_scene_case *c, int rc, char *copy, uint32_t index, uint32_t *arg)
+{
+    if (rc != 0) {
+        free(copy);
+        return rc;
+    }
+    c->names[index] = copy;
+    if (arg != NULL)
+        *arg = index;
+    return 0;
+}
+
 int hg_scene_case_add_tensor(hg_scene_case *c, const char *name, hg_dir dir, hg_dtype dtype,
                              uint32_t ndims, const size_t *shape, uint32_t *arg)
 {
@@ -332,16 +346,9 @@ int hg_scene_case_add_tensor(hg_scene_case *c, const char *name, hg_dir dir, hg_
     int rc = copy_name(c, "hg_scene_case_add_tensor", name, err, &copy);
     if (rc != 0)
         return rc;
-    uint32_t index = 0;
+    uint32_t index = c->nargs;
     rc = scene_case_add_tensor(c, copy, dir, dtype, ndims, shape, &index, err);
-    if (rc != 0) {
-        free(copy);
-        return rc;
-    }
-    c->names[index] = copy;
-    if (arg != NULL)
-        *arg = index;
-    return 0;
+    return adopt_name(c, rc, copy, index, arg);
 }
 
 int hg_scene_case_add_scalar(hg_scene_case *c, const char *name, uint64_t value, uint32_t *arg)
@@ -355,14 +362,7 @@ int hg_scene_case_add_scalar(hg_scene_case *c, const char *name, uint64_t value,
         return rc;
     uint32_t index = c->nargs;
     rc = scene_case_add_scalar(c, copy, value, err);
-    if (rc != 0) {
-        free(copy);
-        return rc;
-    }
-    c->names[index] = copy;
-    if (arg != NULL)
-        *arg = index;
-    return 0;
+    return adopt_name(c, rc, copy, index, arg);
 }
 
 void *hg_scene_case_data(hg_scene_case *c, uint32_t arg)
