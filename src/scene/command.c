@@ -89,8 +89,14 @@ static int load_scene_libs(const command_call *cc, const scene_libs *libs)
 
 static void print_params(FILE *f, const scene *s, bool verbose)
 {
+    int w = 12; /* the names' column: as wide as the longest */
+    for (uint32_t i = 0; i < s->nparams; i++) {
+        int len = (int)strlen(s->params[i].name);
+        w = len > w ? len : w;
+    }
     for (uint32_t i = 0; i < s->nparams; i++) {
         const scene_param *p = &s->params[i];
+        const char *help = p->help != NULL ? p->help : ""; /* a user's may give none */
         const char *def = scene_param_value_name(p, p->def);
         if (def == NULL && p->def == 0 && scene_param_zero_is_preset(p))
             def = "preset";
@@ -103,14 +109,14 @@ static void print_params(FILE *f, const scene *s, bool verbose)
         }
         if (p->values != NULL) {
             /* A named param takes its names only: list them, not a range. */
-            fprintf(f, "    %-12s default %s, one of", p->name, def != NULL ? def : "?");
+            fprintf(f, "    %-*s default %s, one of", w, p->name, def != NULL ? def : "?");
             for (const scene_param_value *v = p->values; v->name != NULL; v++)
                 fprintf(f, "%s %s", v == p->values ? "" : ",", v->name);
-            fprintf(f, ": %s\n", p->help);
+            fprintf(f, ": %s\n", help);
         } else {
-            fprintf(f, "    %-12s default %lld%s, range [%lld, %lld]: %s%s%s\n", p->name,
+            fprintf(f, "    %-*s default %lld%s, range [%lld, %lld]: %s%s%s\n", w, p->name,
                     (long long)p->def, def != NULL ? " (the preset's)" : "", (long long)p->min,
-                    (long long)p->max, p->help, p->alias ? "; also spelled " : "",
+                    (long long)p->max, help, p->alias ? "; also spelled " : "",
                     p->alias ? p->alias : "");
         }
     }
