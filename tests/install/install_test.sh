@@ -191,6 +191,11 @@ PY
 }
 step "the installed Python package"
 check_python "$prefix"
+step "an installed scene file, run by the installed Python package"
+PYTHONPATH=$prefix/$pyrel PYTHONDONTWRITEBYTECODE=1 HG_CACHE_DIR=$tmp/cache "$py" -m hostgraph run \
+    "$prefix/share/hostgraph/examples/scenes/test_matmul.py" --rounds 2 --replay \
+    --json "$tmp/matmul.json" --quiet
+grep -q '"golden": "pass"' "$tmp/matmul.json" || fail "the installed scene file's report says no pass"
 step "the Python package after the prefix moves"
 mv "$prefix" "$tmp/moved"
 check_python "$tmp/moved"
