@@ -15,8 +15,8 @@
  *     weight vectors and one x vector fill the 16 registers; a step of 8
  *     columns is 3 + 4 loads and 12 FMAs, and 4 such passes cover the 16
  *     rows;
- *   - the group after next is prefetched while a group is widened, as the
- *     AVX-512 path does (rows are read in pieces ldw apart);
+ *   - the group 4 ahead is prefetched into L2 while a group is widened
+ *     (rows are read in pieces ldw apart; P2_PFAHEAD says why 4);
  *   - a pass's 12 sums go through hadd trees (4 vectors -> 4 sums) into
  *     acc[row][16], which goes to y once per chunk.
  *
@@ -34,7 +34,14 @@
 #define P2_XSTRIDE (P2_KBLOCK + 16) /* floats: rows not 1 KiB apart (L1 sets) */
 #define P2_WROWS   3
 #define P2_XR      4 /* x rows per pass */
-#define P2_PFAHEAD 2 /* groups between the one computed and the one prefetched */
+/* Groups between the one computed and the one prefetched, into L2: a
+ * group's rows are 3 pieces of 512 bytes 10-35 KiB apart, which the
+ * hardware prefetchers do not follow, and from DRAM (a weight matrix does
+ * not stay in cache between decode steps) 2 groups ahead into L1 left the
+ * FMAs waiting: 0.60 of the FMA ceiling on host X (Intel, 2026-12-02)
+ * against 0.72 at 4 into L2, 0.35 with no prefetch.  Past the block's last
+ * group the next block's first groups are prefetched. */
+#define P2_PFAHEAD 4
 #define P2_CHUNK   512
 
 typedef struct p2_block {
@@ -42,7 +49,8 @@ typedef struct p2_block {
     size_t nrows, kb;
     const uint16_t *w;
     size_t n, ldw;
-    float *acc; /* [n][P2_ROWS] */
+    const uint16_t *wnext; /* the next block's weights (NULL: none): prefetched */
+    float *acc;            /* [n][P2_ROWS] */
 } p2_block;
 
 /* The group's 3 weight rows' block widened to f32 into wf ([3][P2_KBLOCK],
@@ -57,7 +65,8 @@ KERN_AVX2_TARGET P2_INLINE void widen_rows(const p2_block *b, const uint16_t *co
     for (; kk + 32 <= b->kb; kk += 32) {
 #pragma GCC unroll 3
         for (int i = 0; i < P2_WROWS; i++) {
-            _mm_prefetch(ahead + (size_t)i * b->ldw * 2 + 2 * kk, _MM_HINT_T0);
+            if (ahead != NULL)
+                _mm_prefetch(ahead + (size_t)i * b->ldw * 2 + 2 * kk, _MM_HINT_T1);
 #pragma GCC unroll 4
             for (size_t s = kk; s < kk + 32; s += 8)
                 _mm256_store_ps(wf + (size_t)i * P2_KBLOCK + s, kern_widen8(wr[i] + s));
@@ -117,9 +126,11 @@ KERN_AVX2_TARGET static void p2_block_run(const p2_block *b)
         const uint16_t *wr[P2_WROWS];
         for (int i = 0; i < P2_WROWS; i++) /* rows past n repeat row j; their sums are dropped */
             wr[i] = b->w + (j + (size_t)i < b->n ? j + (size_t)i : j) * b->ldw;
-        size_t next = j + P2_PFAHEAD * P2_WROWS;
-        const char *ahead = (const char *)(next + P2_WROWS <= b->n ? b->w + next * b->ldw : b->w);
-        widen_rows(b, wr, ahead, wf);
+        size_t groups = (b->n + P2_WROWS - 1) / P2_WROWS, next = j / P2_WROWS + P2_PFAHEAD;
+        const uint16_t *ahead = next < groups      ? b->w + next * P2_WROWS * b->ldw
+                                : b->wnext != NULL ? b->wnext + (next - groups) * P2_WROWS * b->ldw
+                                                   : NULL;
+        widen_rows(b, wr, (const char *)ahead, wf);
         for (int p = 0; p < passes; p++)
             p2_pass(b, wf, j, p);
     }
@@ -183,7 +194,7 @@ KERN_AVX2_TARGET void kern_proj_chunk_avx2(const kern_mat *x, size_t r0, size_t 
     for (size_t k0 = 0; k0 < k; k0 += P2_KBLOCK) {
         size_t kb = k - k0 < P2_KBLOCK ? k - k0 : P2_KBLOCK;
         load_xf(x, r0, nrows, k0, kb, xf);
-        p2_block b = {xf, nrows, kb, w + k0, n, ldw, acc};
+        p2_block b = {xf, nrows, kb, w + k0, n, ldw, k0 + kb < k ? w + k0 + kb : NULL, acc};
         p2_block_run(&b);
     }
     for (size_t r = 0; r < nrows; r++) {
