@@ -262,6 +262,13 @@ int hg_scene_load(const char *path, uint32_t *count, char *errbuf, size_t errlen
 
 /* ------------------------------------------------ making a case (make()) */
 
+/* The calls that add to a case (_add_tensor, _add_scalar, _fill,
+ * _add_check, _set_callable) work only while the case's make() runs: on a
+ * case handed out they return HG_EINVAL and change nothing.  On a bad
+ * argument they return HG_EINVAL (HG_ELIMIT past HG_SCENE_MAX_ARGS or
+ * HG_SCENE_MAX_CHECKS, HG_ENOMEM without memory) and say why in the
+ * message make()'s caller reports; an arg's name is copied, and a case
+ * takes each name once. */
 /* Appends a tensor arg over a new zeroed host buffer of a dense shape; its
  * index goes to *arg (when not NULL). */
 int hg_scene_case_add_tensor(hg_scene_case *c, const char *name, hg_dir dir, hg_dtype dtype,
