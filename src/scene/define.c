@@ -231,7 +231,9 @@ static int load_locked(const char *path, char *real, uint32_t *count, hg_err *er
     if (was_loaded(real))
         return 0;
     dlerror();
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    /* The resolved path: dlopen would search the library path for a name
+     * without a slash ("libscene_x.so"), not the directory it names. */
+    void *h = dlopen(real, RTLD_NOW | RTLD_LOCAL);
     if (h == NULL)
         return err_set(err, HG_EIO, "cannot load scene plugin '%s': %s", path, dlerror());
     hg_scene_plugin_fn fn = NULL;

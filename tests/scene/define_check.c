@@ -376,6 +376,15 @@ TEST(plugins_load_once_and_bad_ones_are_refused_naming_the_file)
     ASSERT_EQ(hg_scene_load(path, &count, err, sizeof err), HG_ENOTFOUND);
     ASSERT_STR_CONTAINS(err, path);
     ASSERT_STR_CONTAINS(err, HG_SCENE_PLUGIN_SYMBOL);
+    /* A bare file name is the file in the working directory, as a shell
+     * user means it, not a search of the library path. */
+    char cwd[512];
+    ASSERT(getcwd(cwd, sizeof cwd) != NULL);
+    ASSERT_OK(chdir(HG_PLUGIN_DIR));
+    rc = hg_scene_load("libplugin_no_symbol.so", &count, err, sizeof err);
+    ASSERT_OK(chdir(cwd));
+    ASSERT_EQ(rc, HG_ENOTFOUND);
+    ASSERT_STR_CONTAINS(err, "libplugin_no_symbol.so");
     snprintf(path, sizeof path, "%s/libplugin_bad_version.so", HG_PLUGIN_DIR);
     ASSERT_EQ(hg_scene_load(path, &count, err, sizeof err), HG_EINVAL);
     ASSERT_STR_CONTAINS(err, path);
