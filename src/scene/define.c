@@ -40,7 +40,7 @@ static bool name_ok(const char *s, const char *extra, size_t max)
         char ch = s[i];
         bool ok = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' ||
                   strchr(extra, ch) != NULL;
-        if (!ok || ch == '\0')
+        if (!ok)
             return false;
     }
     return true;

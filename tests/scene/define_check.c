@@ -16,6 +16,7 @@
 
 #include "hostgraph.h"
 #include "hostgraph_scenes.h"
+#include "test_device.h"
 #include "testlib.h"
 
 /* ------------------------------------------------------ a scene: y = 2x */
@@ -399,6 +400,34 @@ TEST(plugins_load_once_and_bad_ones_are_refused_naming_the_file)
     ASSERT(!listed("fine")); /* all or none */
     ASSERT_UEQ(count, 0);
     ASSERT_EQ(hg_scene_load(NULL, &count, err, sizeof err), HG_EINVAL);
+}
+
+/* The example plugin on every backend (its OpenCL slot on PoCL): golden
+ * passes each round, and the rounds move exactly its floor up. */
+TEST(the_plugin_runs_on_each_backend)
+{
+    char err[1024], path[512], json[64];
+    snprintf(path, sizeof path, "%s/libscene_saxpy.so", HG_SCENE_EXAMPLE_DIR);
+    ASSERT_OK(hg_scene_load(path, NULL, err, sizeof err)); /* loaded already, or now */
+    snprintf(json, sizeof json, "/tmp/hg_saxpy_b_%d.json", (int)getpid());
+    for (size_t b = 0; b < TEST_NBACKENDS; b++) {
+        if (!test_backend_available(b))
+            continue;
+        hg_scene_opts o = {.scene = "saxpy",
+                           .rounds = 3,
+                           .residency = "all",
+                           .device = test_backends[b],
+                           .json_path = json};
+        int rc = hg_scene_run(&o, err, sizeof err);
+        if (rc != HG_SCENE_OK)
+            TEST_FAIL_("saxpy on %s: exit %d: %s", test_backends[b], rc, err);
+        uint64_t h2d[3];
+        ASSERT_EQ(report_h2d(json, h2d, 3), 3);
+        ASSERT_UEQ(h2d[0], 2u << 20);
+        ASSERT_UEQ(h2d[1], 1u << 20);
+        ASSERT_UEQ(h2d[2], 1u << 20);
+    }
+    unlink(json);
 }
 
 /* Threads register and unregister scenes of their own at once. */
