@@ -221,5 +221,9 @@ const char *device_backend_errmsg(const hg_device *dev);
  * OpenCL platform and device (or why there is none): compute units,
  * memory, max allocation, and its queue shape (out-of-order or not). */
 void device_list(FILE *f);
+/* From now on, in this process, every OpenCL program build keeps its
+ * warnings and prints its log on stderr, as HG_OPENCL_BUILD_LOG=1 asks
+ * (the command's -v; opencl_prog.c).  Safe from any thread. */
+void device_build_log_on(void);
 
 #endif

@@ -28,6 +28,7 @@
  * acknowledgement, another runner's error).
  */
 #ifdef HG_HAVE_OPENCL
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,10 +128,21 @@ static int ocl_build_error(ocl_dev *s, cl_program prog, const char *entry, hg_er
     return rc;
 }
 
-/* True when HG_OPENCL_BUILD_LOG=1: builds keep their warnings and print
- * their logs. */
+/* The command's -v (device_build_log_on): a flag, not a setenv, so that a
+ * call in one thread never writes the environment another thread reads. */
+static atomic_bool build_log_forced;
+
+void device_build_log_on(void)
+{
+    atomic_store(&build_log_forced, true);
+}
+
+/* True after device_build_log_on or when HG_OPENCL_BUILD_LOG=1: builds
+ * keep their warnings and print their logs. */
 static bool ocl_build_log_wanted(void)
 {
+    if (atomic_load(&build_log_forced))
+        return true;
     const char *v = getenv("HG_OPENCL_BUILD_LOG");
     return v != NULL && strcmp(v, "1") == 0;
 }

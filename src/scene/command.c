@@ -16,8 +16,8 @@
  * lives in a command_call on its own stack; nothing static is written.  What
  * is the process's by nature: a plugin that --scene-lib or HG_SCENE_PATH
  * loads stays loaded and registered (hg_scene_load: loading it again
- * registers nothing), and -v sets HG_OPENCL_BUILD_LOG=1 in the environment
- * (the OpenCL backend reads it at each program build).  A table on a pipe is
+ * registers nothing), and -v turns on the build logs of every later OpenCL
+ * program build (device_build_log_on; the environment is never written).  A table on a pipe is
  * line-buffered by the command's main(), not here: a library must not change
  * its caller's stdout.
  */
@@ -363,15 +363,12 @@ static bool is_value_flag(const char *flag)
     return false;
 }
 
-/* -v: the OpenCL backend reads HG_OPENCL_BUILD_LOG at each program build
- * (opencl_prog.c).  The environment is the process's: it is written only
- * when it does not say so already, so a caller that sets it before starting
- * threads makes -v change nothing. */
+/* -v: every OpenCL program build of the process from now on prints its log
+ * (device_build_log_on: a flag, where setenv would race with another
+ * thread's getenv). */
 static void verbose_builds(void)
 {
-    const char *now = getenv("HG_OPENCL_BUILD_LOG");
-    if (now == NULL || strcmp(now, "1") != 0)
-        setenv("HG_OPENCL_BUILD_LOG", "1", 1);
+    device_build_log_on();
 }
 
 /* Parses one argument at argv[*i] (advancing past a flag's value). */
