@@ -1,16 +1,29 @@
 /*
  * attention_avx2.c: attention's AVX2 + FMA paths (QK, softmax, PV), taken
- * when kern_isa_now() is KERN_AVX2.  K and V rows are bf16, widened to f32
- * eight at a time (vpmovzxwd + vpslld); sums are f32 FMAs.
+ * when kern_isa_now() is KERN_AVX2.  K and V rows are bf16; sums are f32
+ * FMAs.  A row is read 16 bf16 (one 32-byte load) at a time and split
+ * without a shuffle: a 32-bit lane holds two bf16, so (lane << 16) is the
+ * even one as f32 and (lane & 0xffff0000) the odd one.  The other operand
+ * is laid out to match (per 16 dims, the 8 even then the 8 odd; a tail of
+ * 8 dims stays in order and is widened as 8): q for QK, part for PV, which
+ * goes back to dims in order at the end.
  *
- *   QK: token by token, each kv head's row is widened once per pass over up
- *       to 8 heads of its group, whose dot products accumulate in 8
- *       registers (q is f32, read from L1) and reduce through hadd trees;
- *       the row two tokens on is prefetched.
- *   PV: a block of A2_TB tokens at a time (their rows' piece for one kv head
- *       stays in L1): per slab of 16 dims, up to 6 heads accumulate in 12
- *       registers over the block's tokens, in token order as the portable
- *       loop adds; the next block's pieces are prefetched into L2.
+ *   QK: token by token, each kv head's row against up to 5 heads of its
+ *       group, even and odd dims in their own accumulators (10 registers,
+ *       one FMA per chain per 16 dims); q, laid out per pass, is read
+ *       through one pointer with constant offsets.  The 8 partial sums of a
+ *       (head, token) go to a stack tile and are reduced 8 tokens at a time
+ *       (one hadd tree makes 8 scores, stored as one row piece), not one
+ *       hadd tree per dot product with scattered stores: on host X
+ *       (Intel, 2026-12-02) that reduction and its latency cost a third of
+ *       QK.
+ *   PV: a block of A2_TB tokens at a time: per slab of 16 dims, up to 5
+ *       heads accumulate in 10 registers over the block's tokens, in token
+ *       order as the portable loop adds.
+ *   Prefetch: QK's row two tokens on (into L1) and PV's next block (into
+ *       L2), a few lines between every pass rather than a row at once: a
+ *       burst of 32 prefetches waits on the L1's fill buffers, and with
+ *       them K and V came at ~8 GB/s a thread against ~12 spread out.
  *   softmax: the portable arithmetic lane for lane (16 lanes as two
  *       vectors, exp in the same operations), so the same bits.
  *
@@ -18,15 +31,19 @@
  * portable loops: tests hold both to the same stated bound.
  */
 #include <math.h>
+#include <string.h>
 
 #include "paths.h"
 
 #if KERN_HAVE_X86
 #define A2_INLINE  __attribute__((always_inline)) static inline
-#define A2_QK_MAXH 8  /* heads per QK pass: 8 accumulators */
-#define A2_PV_MAXH 6  /* heads per PV pass: 12 accumulators, 2 V vectors, 1 weight */
-#define A2_TB      16 /* PV's tokens per block */
-#define A2_AHEAD   2  /* QK prefetches the row this many tokens on */
+#define A2_QK_MAXH 5    /* heads per QK pass: 10 accumulators (even and odd dims) */
+#define A2_QK_TB   8    /* QK's tokens per batch of sums */
+#define A2_QK_QMAX 8192 /* floats of q (heads x D) QK lays out on its stack */
+#define A2_QK_HMAX 64   /* heads QK sums on its stack: 16 KiB */
+#define A2_PV_MAXH 5    /* heads per PV pass: 10 accumulators, 2 V vectors, 1 weight */
+#define A2_TB      32   /* PV's tokens per block */
+#define A2_AHEAD   2    /* QK prefetches the row this many tokens on, into L1 */
 
 /* Token t's row (kv head 0). */
 A2_INLINE const uint16_t *token_row(const chunk_blocks *cb, size_t t)
@@ -65,56 +82,157 @@ A2_INLINE const uint16_t *token_row(const chunk_blocks *cb, size_t t)
         break;                                                                                     \
     }
 
+/* A run of bytes to prefetch a few lines at a time, between FMAs (a burst
+ * of prefetches waits for the L1's fill buffers). */
+typedef struct a2_pf {
+    const char *p, *end;
+} a2_pf;
+
+#define pf_step(f, lines, hint)                                                                    \
+    for (size_t pf_i = 0; pf_i < (lines) && (f)->p < (f)->end; pf_i++, (f)->p += 64)               \
+    _mm_prefetch((f)->p, hint)
+
 /* ------------------------------------------------------------------- QK */
 
-/* scores[h][t] for the nh heads from h0 against k (token t, their kv
- * head). */
-KERN_AVX2_TARGET A2_INLINE void qk_heads(const chunk_job *j, const uint16_t *k, size_t t, size_t h0,
-                                         int nh)
+/* QK's q, laid out for K read 16 bf16 at a time: for each pass (the nh
+ * heads from h0 of one kv head) the heads' 16 dims from c side by side
+ * ([c / 16][nh][16]: each head's 8 even, then its 8 odd dims), then the tail
+ * of 8 dims in order ([nh][8]), so that the loop reads q through one
+ * pointer and constant offsets. */
+KERN_AVX2_TARGET static void qk_layout(const float *q, size_t kv_heads, size_t group, size_t d,
+                                       float *dst)
 {
-    size_t d = j->cb->d;
-    const float *q = j->q + h0 * d;
-    __m256 acc[A2_QK_MAXH];
-#pragma GCC unroll 8
-    for (int h = 0; h < A2_QK_MAXH; h++)
-        acc[h] = _mm256_setzero_ps();
-    for (size_t c = 0; c < d; c += 8) {
-        __m256 kv = kern_widen8(k + c);
-#pragma GCC unroll 8
-        for (int h = 0; h < nh; h++)
-            acc[h] = _mm256_fmadd_ps(_mm256_load_ps(q + (size_t)h * d + c), kv, acc[h]);
+    for (size_t g = 0; g < kv_heads; g++) {
+        for (size_t h0 = g * group; h0 < (g + 1) * group; h0 += A2_QK_MAXH) {
+            size_t left = (g + 1) * group - h0, nh = left < A2_QK_MAXH ? left : A2_QK_MAXH, c = 0;
+            for (; c + 16 <= d; c += 16) {
+                for (size_t h = 0; h < nh; h++) {
+                    const float *s = q + (h0 + h) * d + c;
+                    for (size_t i = 0; i < 8; i++) {
+                        dst[i] = s[2 * i];
+                        dst[8 + i] = s[2 * i + 1];
+                    }
+                    dst += 16;
+                }
+            }
+            for (size_t h = 0; c < d && h < nh; h++, dst += 8)
+                memcpy(dst, q + (h0 + h) * d + c, 8 * sizeof(float));
+        }
     }
-    float s[A2_QK_MAXH] __attribute__((aligned(16)));
-#pragma GCC unroll 2
-    for (int h = 0; h < nh; h += 4)
-        _mm_store_ps(s + h, kern_hsum4(acc[h], acc[h + 1], acc[h + 2], acc[h + 3]));
-#pragma GCC unroll 8
-    for (int h = 0; h < nh; h++)
-        j->scores[(h0 + (size_t)h) * j->ctok + t] = j->scale * s[h];
 }
 
-#define A2_QK(n) qk_heads(j, k, t, h0, n)
+/* Dims in permute16's order (per 16 dims, the 8 even then the 8 odd) and
+ * back, n rows of d, in place: PV's part. */
+KERN_AVX2_TARGET static void permute16(float *x, size_t n, size_t d)
+{
+    for (size_t h = 0; h < n; h++) {
+        for (size_t c = 0; c + 16 <= d; c += 16) {
+            float *p = x + h * d + c, t[16];
+            for (size_t i = 0; i < 8; i++) {
+                t[i] = p[2 * i];
+                t[8 + i] = p[2 * i + 1];
+            }
+            memcpy(p, t, sizeof t);
+        }
+    }
+}
+
+/* ps[h][0..8) = 8 partial sums of q[h] . k for the pass's nh heads (q in
+ * qk_layout's order): even and odd dims in their own accumulators, so each
+ * chain takes one FMA per 16 dims. */
+KERN_AVX2_TARGET A2_INLINE void qk_heads(const float *q, const uint16_t *k, size_t d, int nh,
+                                         float *ps)
+{
+    const __m256i top = _mm256_set1_epi32((int)0xffff0000u);
+    __m256 e[A2_QK_MAXH], o[A2_QK_MAXH];
+#pragma GCC unroll 5
+    for (int h = 0; h < A2_QK_MAXH; h++)
+        e[h] = o[h] = _mm256_setzero_ps();
+    const uint16_t *end = k + d / 16 * 16;
+#pragma GCC unroll 8
+    for (; k < end; k += 16, q += 16 * nh) {
+        __m256i raw = _mm256_loadu_si256((const __m256i *)k);
+        __m256 ke = _mm256_castsi256_ps(_mm256_slli_epi32(raw, 16));
+        __m256 ko = _mm256_castsi256_ps(_mm256_and_si256(raw, top));
+#pragma GCC unroll 5
+        for (int h = 0; h < nh; h++) {
+            e[h] = _mm256_fmadd_ps(_mm256_load_ps(q + 16 * h), ke, e[h]);
+            o[h] = _mm256_fmadd_ps(_mm256_load_ps(q + 16 * h + 8), ko, o[h]);
+        }
+    }
+    if (d % 16 != 0) {
+        __m256 kv = kern_widen8(k);
+#pragma GCC unroll 5
+        for (int h = 0; h < nh; h++)
+            e[h] = _mm256_fmadd_ps(_mm256_load_ps(q + 8 * h), kv, e[h]);
+    }
+#pragma GCC unroll 5
+    for (int h = 0; h < nh; h++)
+        _mm256_store_ps(ps + (size_t)h * 8 * A2_QK_TB, _mm256_add_ps(e[h], o[h]));
+}
+
+#define A2_QK(n)                                                                                   \
+    if (d == 128)                                                                                  \
+        qk_heads(qp + h0 * d, k, 128, (n) < A2_QK_MAXH ? (n) : A2_QK_MAXH,                         \
+                 ps + (h0 * A2_QK_TB + i) * 8);                                                    \
+    else                                                                                           \
+        qk_heads(qp + h0 * d, k, d, (n) < A2_QK_MAXH ? (n) : A2_QK_MAXH,                           \
+                 ps + (h0 * A2_QK_TB + i) * 8)
+
+/* The sums of a[0..8)'s lanes, in order. */
+KERN_AVX2_TARGET A2_INLINE __m256 hsum8(const float *a)
+{
+    __m256 h01 = _mm256_hadd_ps(_mm256_load_ps(a), _mm256_load_ps(a + 8));
+    __m256 h23 = _mm256_hadd_ps(_mm256_load_ps(a + 16), _mm256_load_ps(a + 24));
+    __m256 h45 = _mm256_hadd_ps(_mm256_load_ps(a + 32), _mm256_load_ps(a + 40));
+    __m256 h67 = _mm256_hadd_ps(_mm256_load_ps(a + 48), _mm256_load_ps(a + 56));
+    __m256 lo4 = _mm256_hadd_ps(h01, h23), hi4 = _mm256_hadd_ps(h45, h67);
+    return _mm256_add_ps(_mm256_permute2f128_ps(lo4, hi4, 0x20),
+                         _mm256_permute2f128_ps(lo4, hi4, 0x31));
+}
 
 KERN_AVX2_TARGET bool kern_attn_qk_avx2(const chunk_job *j)
 {
     const chunk_blocks *cb = j->cb;
-    size_t d = cb->d, row_bytes = cb->kv_heads * d * 2;
-    if (d % 8 != 0)
+    size_t d = cb->d, heads = cb->kv_heads * j->group, row_bytes = cb->kv_heads * d * 2;
+    if (d % 8 != 0 || heads * d > A2_QK_QMAX || heads > A2_QK_HMAX)
         return false;
-    for (size_t t = 0; t < j->tokens; t++) {
-        const uint16_t *row = token_row(cb, t);
-        if (t + A2_AHEAD < j->tokens) {
-            const char *ahead = (const char *)token_row(cb, t + A2_AHEAD);
-            for (size_t c = 0; c < row_bytes; c += 64)
-                _mm_prefetch(ahead + c, _MM_HINT_T0);
-        }
-        for (size_t g = 0; g < cb->kv_heads; g++) {
-            const uint16_t *k = row + g * d;
-            for (size_t h0 = g * j->group; h0 < (g + 1) * j->group; h0 += A2_QK_MAXH) {
-                size_t left = (g + 1) * j->group - h0;
-                int nh = (int)(left < A2_QK_MAXH ? left : A2_QK_MAXH);
-                A2_BY_NH(nh, A2_QK)
+    float qp[A2_QK_QMAX] __attribute__((aligned(32)));
+    float ps[A2_QK_HMAX * A2_QK_TB * 8] __attribute__((aligned(32)));
+    qk_layout(j->q, cb->kv_heads, j->group, d, qp);
+    __m256 scale = _mm256_set1_ps(j->scale);
+    for (size_t t0 = 0; t0 < j->tokens; t0 += A2_QK_TB) {
+        size_t nt = j->tokens - t0 < A2_QK_TB ? j->tokens - t0 : A2_QK_TB;
+        for (size_t i = 0; i < nt; i++) {
+            size_t t = t0 + i;
+            const uint16_t *row = token_row(cb, t);
+            a2_pf pf = {NULL, NULL};
+            if (t + A2_AHEAD < j->tokens) {
+                pf.p = (const char *)token_row(cb, t + A2_AHEAD);
+                pf.end = pf.p + row_bytes;
             }
+            size_t per = (row_bytes / 64 + cb->kv_heads - 1) / cb->kv_heads;
+            for (size_t g = 0; g < cb->kv_heads; g++) {
+                pf_step(&pf, per, _MM_HINT_T0);
+                const uint16_t *k = row + g * d;
+                for (size_t h0 = g * j->group; h0 < (g + 1) * j->group; h0 += A2_QK_MAXH) {
+                    size_t left = (g + 1) * j->group - h0;
+                    int nh = (int)(left < A2_QK_MAXH ? left : A2_QK_MAXH);
+                    A2_BY_NH(nh, A2_QK)
+                }
+            }
+        }
+        for (size_t h = 0; h < heads; h++) { /* 8 tokens' sums at once, stored in a row */
+            __m256 s = _mm256_mul_ps(scale, hsum8(ps + h * A2_QK_TB * 8));
+            float *dst = j->scores + h * j->ctok + t0;
+            if (nt == A2_QK_TB) {
+                _mm256_storeu_ps(dst, s);
+                continue;
+            }
+            float tmp[8] __attribute__((aligned(32)));
+            _mm256_store_ps(tmp, s);
+            for (size_t i = 0; i < nt; i++)
+                dst[i] = tmp[i];
         }
     }
     return true;
@@ -122,55 +240,92 @@ KERN_AVX2_TARGET bool kern_attn_qk_avx2(const chunk_job *j)
 
 /* ------------------------------------------------------------------- PV */
 
-/* part[h][c0, c0 + 8 ns) += the block's tokens' p[h][t] V[t] for the nh
- * heads from h0 (kv head g), in token order. */
+/* part (dims in permute16's order) [h][c0, c0 + 16) += the block's tokens'
+ * p[h][t] V[t] for the nh heads from h0 (kv head g), in token order. */
 KERN_AVX2_TARGET A2_INLINE void pv_slab(const chunk_job *j, const uint16_t *const *rows, size_t t0,
-                                        size_t nt, size_t g, size_t h0, int nh, size_t c0, int ns)
+                                        size_t nt, size_t g, size_t h0, int nh, size_t c0)
 {
     size_t ctok = j->ctok, d = j->cb->d;
     float *part = j->part + h0 * d + c0;
-    __m256 acc[A2_PV_MAXH][2];
+    const __m256i top = _mm256_set1_epi32((int)0xffff0000u);
+    __m256 e[A2_PV_MAXH], o[A2_PV_MAXH];
 #pragma GCC unroll 6
     for (int h = 0; h < nh; h++) {
-#pragma GCC unroll 2
-        for (int s = 0; s < ns; s++)
-            acc[h][s] = _mm256_loadu_ps(part + (size_t)h * d + 8 * (size_t)s);
+        e[h] = _mm256_loadu_ps(part + (size_t)h * d);
+        o[h] = _mm256_loadu_ps(part + (size_t)h * d + 8);
     }
     const float *p = j->scores + h0 * ctok + t0;
     for (size_t i = 0; i < nt; i++) {
-        const uint16_t *v = rows[i] + g * d + c0;
-        __m256 vv[2];
-#pragma GCC unroll 2
-        for (int s = 0; s < ns; s++)
-            vv[s] = kern_widen8(v + 8 * s);
+        __m256i raw = _mm256_loadu_si256((const __m256i *)(rows[i] + g * d + c0));
+        __m256 ve = _mm256_castsi256_ps(_mm256_slli_epi32(raw, 16));
+        __m256 vo = _mm256_castsi256_ps(_mm256_and_si256(raw, top));
 #pragma GCC unroll 6
         for (int h = 0; h < nh; h++) {
             __m256 w = _mm256_broadcast_ss(p + (size_t)h * ctok + i);
-#pragma GCC unroll 2
-            for (int s = 0; s < ns; s++)
-                acc[h][s] = _mm256_fmadd_ps(w, vv[s], acc[h][s]);
+            e[h] = _mm256_fmadd_ps(w, ve, e[h]);
+            o[h] = _mm256_fmadd_ps(w, vo, o[h]);
         }
     }
 #pragma GCC unroll 6
     for (int h = 0; h < nh; h++) {
-#pragma GCC unroll 2
-        for (int s = 0; s < ns; s++)
-            _mm256_storeu_ps(part + (size_t)h * d + 8 * (size_t)s, acc[h][s]);
+        _mm256_storeu_ps(part + (size_t)h * d, e[h]);
+        _mm256_storeu_ps(part + (size_t)h * d + 8, o[h]);
     }
+}
+
+/* The tail of 8 dims (D = 16 m + 8), in order. */
+KERN_AVX2_TARGET A2_INLINE void pv_tail(const chunk_job *j, const uint16_t *const *rows, size_t t0,
+                                        size_t nt, size_t g, size_t h0, int nh, size_t c0)
+{
+    size_t ctok = j->ctok, d = j->cb->d;
+    float *part = j->part + h0 * d + c0;
+    __m256 acc[A2_PV_MAXH];
+#pragma GCC unroll 6
+    for (int h = 0; h < nh; h++)
+        acc[h] = _mm256_loadu_ps(part + (size_t)h * d);
+    const float *p = j->scores + h0 * ctok + t0;
+    for (size_t i = 0; i < nt; i++) {
+        __m256 v = kern_widen8(rows[i] + g * d + c0);
+#pragma GCC unroll 6
+        for (int h = 0; h < nh; h++)
+            acc[h] = _mm256_fmadd_ps(_mm256_broadcast_ss(p + (size_t)h * ctok + i), v, acc[h]);
+    }
+#pragma GCC unroll 6
+    for (int h = 0; h < nh; h++)
+        _mm256_storeu_ps(part + (size_t)h * d, acc[h]);
 }
 
 /* Every slab of the nh heads from h0: 16 dims while they last, then 8. */
 KERN_AVX2_TARGET A2_INLINE void pv_heads(const chunk_job *j, const uint16_t *const *rows, size_t t0,
-                                         size_t nt, size_t g, size_t h0, int nh)
+                                         size_t nt, size_t g, size_t h0, int nh, a2_pf *pf,
+                                         size_t per)
 {
     size_t c0 = 0, d = j->cb->d;
-    for (; c0 + 16 <= d; c0 += 16)
-        pv_slab(j, rows, t0, nt, g, h0, nh, c0, 2);
-    if (c0 < d)
-        pv_slab(j, rows, t0, nt, g, h0, nh, c0, 1);
+    for (; c0 + 16 <= d; c0 += 16) {
+        pf_step(pf, per, _MM_HINT_T1);
+        pv_slab(j, rows, t0, nt, g, h0, nh, c0);
+    }
+    if (c0 < d) {
+        pf_step(pf, per, _MM_HINT_T1);
+        pv_tail(j, rows, t0, nt, g, h0, nh, c0);
+    }
 }
 
-#define A2_PV(n) pv_heads(j, rows, t0, nt, g, h0, (n) < A2_PV_MAXH ? (n) : A2_PV_MAXH)
+#define A2_PV(n) pv_heads(j, rows, t0, nt, g, h0, (n) < A2_PV_MAXH ? (n) : A2_PV_MAXH, &pf, per)
+
+/* part's rows from permute16's order back to dims in order, in place. */
+KERN_AVX2_TARGET static void unpermute16(float *part, size_t n, size_t d)
+{
+    for (size_t h = 0; h < n; h++) {
+        for (size_t c = 0; c + 16 <= d; c += 16) {
+            float *x = part + h * d + c;
+            __m256 ev = _mm256_loadu_ps(x), od = _mm256_loadu_ps(x + 8);
+            __m256 lo = _mm256_unpacklo_ps(ev, od), hi = _mm256_unpackhi_ps(ev, od);
+            _mm256_storeu_ps(x, _mm256_permute2f128_ps(lo, hi, 0x20));
+            _mm256_storeu_ps(x + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
+        }
+    }
+}
 
 KERN_AVX2_TARGET bool kern_attn_pv_avx2(const chunk_job *j)
 {
@@ -178,18 +333,21 @@ KERN_AVX2_TARGET bool kern_attn_pv_avx2(const chunk_job *j)
     size_t d = cb->d;
     if (d % 8 != 0)
         return false;
+    permute16(j->part, cb->kv_heads * j->group, d); /* zero, but the order is the contract */
     const uint16_t *rows[A2_TB];
     for (size_t t0 = 0; t0 < j->tokens; t0 += A2_TB) {
         size_t nt = j->tokens - t0 < A2_TB ? j->tokens - t0 : A2_TB;
         size_t t1 = t0 + nt, next = j->tokens - t1 < A2_TB ? j->tokens - t1 : A2_TB;
         for (size_t i = 0; i < nt; i++)
             rows[i] = token_row(cb, t0 + i);
+        a2_pf pf = {NULL, NULL};
+        if (next > 0) {
+            pf.p = (const char *)token_row(cb, t1);
+            pf.end = (const char *)(token_row(cb, t1 + next - 1) + cb->kv_heads * d);
+        }
+        size_t calls = cb->kv_heads * ((j->group + A2_PV_MAXH - 1) / A2_PV_MAXH) * ((d + 15) / 16);
+        size_t per = ((size_t)(pf.end - pf.p) / 64 + calls - 1) / calls;
         for (size_t g = 0; g < cb->kv_heads; g++) {
-            for (size_t i = 0; i < next; i++) { /* the next block's piece for this kv head */
-                const char *ahead = (const char *)(token_row(cb, t1 + i) + g * d);
-                for (size_t c = 0; c < 2 * d; c += 64)
-                    _mm_prefetch(ahead + c, _MM_HINT_T1);
-            }
             for (size_t h0 = g * j->group; h0 < (g + 1) * j->group; h0 += A2_PV_MAXH) {
                 size_t left = (g + 1) * j->group - h0;
                 int nh = (int)(left < A2_PV_MAXH ? left : A2_PV_MAXH);
@@ -197,6 +355,7 @@ KERN_AVX2_TARGET bool kern_attn_pv_avx2(const chunk_job *j)
             }
         }
     }
+    unpermute16(j->part, cb->kv_heads * j->group, d);
     return true;
 }
 

@@ -215,14 +215,14 @@ TEST(attention_paths_agree_with_a_double_reference)
     report_paths();
     /* Qwen3's chunk (8 kv heads, 5:1, D 128, 4 blocks of 128, a partial
      * last block); more heads per kv head than a pass takes (9) with D 48
-     * (a 32 and a 16 slab; AVX2: 8 + 1 heads in QK, 6 + 3 in PV); one head
-     * per kv head; D not a multiple of 8 (the portable loops on every
-     * path); D 24 (AVX2: a 16 and an 8 slab) */
-    static const attn_shape shapes[] = {{8, 5, 128, 128, 437, 512},
-                                        {1, 9, 48, 8, 37, 40},
-                                        {3, 1, 16, 16, 16, 16},
-                                        {2, 2, 20, 4, 7, 8},
-                                        {2, 3, 24, 8, 13, 16}};
+     * (AVX-512: a 32 and a 16 slab; AVX2: three 16-dim steps, 5 + 4 heads
+     * in QK and PV); one head per kv head; D not a multiple of 8 (the
+     * portable loops on every path); D 24 (AVX2: a 16-dim step and a tail
+     * of 8); 80 heads of D 128, more q than AVX2's QK lays out on its stack
+     * (it leaves them to the portable loop) */
+    static const attn_shape shapes[] = {{8, 5, 128, 128, 437, 512}, {1, 9, 48, 8, 37, 40},
+                                        {3, 1, 16, 16, 16, 16},     {2, 2, 20, 4, 7, 8},
+                                        {2, 3, 24, 8, 13, 16},      {16, 5, 128, 16, 21, 32}};
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const attn_shape *sh = &shapes[si];
         size_t hc = sh->kv_heads * sh->group, nb = (sh->tokens + sh->block - 1) / sh->block;
