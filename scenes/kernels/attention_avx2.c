@@ -200,6 +200,9 @@ KERN_AVX2_TARGET bool kern_attn_qk_avx2(const chunk_job *j)
     float qp[A2_QK_QMAX] __attribute__((aligned(32)));
     float ps[A2_QK_HMAX * A2_QK_TB * 8] __attribute__((aligned(32)));
     qk_layout(j->q, cb->kv_heads, j->group, d, qp);
+    /* a last batch of fewer than 8 tokens sums stale lanes, then drops them:
+     * zeroed, they are never uninitialized stack (or a slow denormal) */
+    memset(ps, 0, heads * A2_QK_TB * 8 * sizeof(float));
     __m256 scale = _mm256_set1_ps(j->scale);
     for (size_t t0 = 0; t0 < j->tokens; t0 += A2_QK_TB) {
         size_t nt = j->tokens - t0 < A2_QK_TB ? j->tokens - t0 : A2_QK_TB;
