@@ -20,8 +20,9 @@
  *   PV: a block of A2_TB tokens at a time: per slab of 16 dims, up to 5
  *       heads accumulate in 10 registers over the block's tokens, in token
  *       order as the portable loop adds.
- *   Prefetch: QK's row two tokens on (into L1) and PV's next block (into
- *       L2), a few lines between every pass rather than a row at once: a
+ *   Prefetch: QK's row two tokens on (into L1) and PV's next A2_TB tokens
+ *       (into L2, those in the same cache block as the first: their rows are
+ *       contiguous), a few lines between every pass rather than at once: a
  *       burst of 32 prefetches waits on the L1's fill buffers, and with
  *       them K and V came at ~8 GB/s a thread against ~12 spread out.
  *   softmax: the portable arithmetic lane for lane (16 lanes as two
@@ -94,6 +95,15 @@ typedef struct a2_pf {
 
 /* ------------------------------------------------------------------- QK */
 
+/* 16 floats as the 8 even then the 8 odd (src and dst do not overlap). */
+A2_INLINE void even_odd16(const float *src, float *dst)
+{
+    for (size_t i = 0; i < 8; i++) {
+        dst[i] = src[2 * i];
+        dst[8 + i] = src[2 * i + 1];
+    }
+}
+
 /* QK's q, laid out for K read 16 bf16 at a time: for each pass (the nh
  * heads from h0 of one kv head) the heads' 16 dims from c side by side
  * ([c / 16][nh][16]: each head's 8 even, then its 8 odd dims), then the tail
@@ -106,14 +116,8 @@ KERN_AVX2_TARGET static void qk_layout(const float *q, size_t kv_heads, size_t g
         for (size_t h0 = g * group; h0 < (g + 1) * group; h0 += A2_QK_MAXH) {
             size_t left = (g + 1) * group - h0, nh = left < A2_QK_MAXH ? left : A2_QK_MAXH, c = 0;
             for (; c + 16 <= d; c += 16) {
-                for (size_t h = 0; h < nh; h++) {
-                    const float *s = q + (h0 + h) * d + c;
-                    for (size_t i = 0; i < 8; i++) {
-                        dst[i] = s[2 * i];
-                        dst[8 + i] = s[2 * i + 1];
-                    }
-                    dst += 16;
-                }
+                for (size_t h = 0; h < nh; h++, dst += 16)
+                    even_odd16(q + (h0 + h) * d + c, dst);
             }
             for (size_t h = 0; c < d && h < nh; h++, dst += 8)
                 memcpy(dst, q + (h0 + h) * d + c, 8 * sizeof(float));
@@ -121,18 +125,16 @@ KERN_AVX2_TARGET static void qk_layout(const float *q, size_t kv_heads, size_t g
     }
 }
 
-/* Dims in permute16's order (per 16 dims, the 8 even then the 8 odd) and
- * back, n rows of d, in place: PV's part. */
+/* n rows of d in place, per 16 dims the 8 even then the 8 odd (a tail of 8
+ * stays): PV's part in the order its loop accumulates; unpermute16 undoes
+ * it. */
 KERN_AVX2_TARGET static void permute16(float *x, size_t n, size_t d)
 {
     for (size_t h = 0; h < n; h++) {
         for (size_t c = 0; c + 16 <= d; c += 16) {
-            float *p = x + h * d + c, t[16];
-            for (size_t i = 0; i < 8; i++) {
-                t[i] = p[2 * i];
-                t[8 + i] = p[2 * i + 1];
-            }
-            memcpy(p, t, sizeof t);
+            float t[16];
+            even_odd16(x + h * d + c, t);
+            memcpy(x + h * d + c, t, sizeof t);
         }
     }
 }
@@ -172,12 +174,7 @@ KERN_AVX2_TARGET A2_INLINE void qk_heads(const float *q, const uint16_t *k, size
 }
 
 #define A2_QK(n)                                                                                   \
-    if (d == 128)                                                                                  \
-        qk_heads(qp + h0 * d, k, 128, (n) < A2_QK_MAXH ? (n) : A2_QK_MAXH,                         \
-                 ps + (h0 * A2_QK_TB + i) * 8);                                                    \
-    else                                                                                           \
-        qk_heads(qp + h0 * d, k, d, (n) < A2_QK_MAXH ? (n) : A2_QK_MAXH,                           \
-                 ps + (h0 * A2_QK_TB + i) * 8)
+    qk_heads(qp + h0 * d, k, d, (n) < A2_QK_MAXH ? (n) : A2_QK_MAXH, ps + (h0 * A2_QK_TB + i) * 8)
 
 /* The sums of a[0..8)'s lanes, in order. */
 KERN_AVX2_TARGET A2_INLINE __m256 hsum8(const float *a)
@@ -336,7 +333,9 @@ KERN_AVX2_TARGET bool kern_attn_pv_avx2(const chunk_job *j)
     size_t d = cb->d;
     if (d % 8 != 0)
         return false;
-    permute16(j->part, cb->kv_heads * j->group, d); /* zero, but the order is the contract */
+    /* PV adds into part (zero from the task, but the kernel adds, as the
+     * portable loop does): into the loop's order first */
+    permute16(j->part, cb->kv_heads * j->group, d);
     const uint16_t *rows[A2_TB];
     for (size_t t0 = 0; t0 < j->tokens; t0 += A2_TB) {
         size_t nt = j->tokens - t0 < A2_TB ? j->tokens - t0 : A2_TB;
@@ -344,9 +343,11 @@ KERN_AVX2_TARGET bool kern_attn_pv_avx2(const chunk_job *j)
         for (size_t i = 0; i < nt; i++)
             rows[i] = token_row(cb, t0 + i);
         a2_pf pf = {NULL, NULL};
-        if (next > 0) {
+        if (next > 0) { /* the next tokens that share t1's block: contiguous rows */
+            size_t block_end = (t1 / cb->block_size + 1) * cb->block_size;
+            size_t last = t1 + next < block_end ? t1 + next : block_end;
             pf.p = (const char *)token_row(cb, t1);
-            pf.end = (const char *)(token_row(cb, t1 + next - 1) + cb->kv_heads * d);
+            pf.end = (const char *)(token_row(cb, last - 1) + cb->kv_heads * d);
         }
         size_t calls = cb->kv_heads * ((j->group + A2_PV_MAXH - 1) / A2_PV_MAXH) * ((d + 15) / 16);
         size_t per = ((size_t)(pf.end - pf.p) / 64 + calls - 1) / calls;
