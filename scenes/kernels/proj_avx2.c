@@ -10,13 +10,21 @@
  *
  *   - x (16 rows, rounded to bf16 and widened back: exactly what the other
  *     paths multiply) is f32 in blocks of P2_KBLOCK columns, 16 KiB, in L1;
- *   - weight rows go 3 at a time, their block widened once into 3 KiB of
- *     f32 scratch (in L1), and x rows 4 at a time: 12 ymm accumulators, 3
- *     weight vectors and one x vector fill the 16 registers; a step of 8
- *     columns is 3 + 4 loads and 12 FMAs, and 4 such passes cover the 16
- *     rows;
- *   - the group 4 ahead is prefetched into L2 while a group is widened
- *     (rows are read in pieces ldw apart; P2_PFAHEAD says why 4);
+ *   - weight rows go 3 at a time and x rows 4 at a time: 12 ymm
+ *     accumulators, 3 weight vectors and one x vector fill the 16
+ *     registers; a step of 8 columns is 12 FMAs, and 4 such passes cover
+ *     the 16 rows;
+ *   - the first pass widens the group's block as it goes (each step loads
+ *     and widens its 3 weight vectors in registers and stores them to 3 KiB
+ *     of f32 scratch, in L1), the other 3 read the scratch (3 + 4 loads per
+ *     12 FMAs).  Widening in a phase of its own before the passes left the
+ *     FMA pipes idle while it ran: with it inside the first pass, where the
+ *     out-of-order core overlaps it with FMAs, one thread went from 0.73 to
+ *     0.78 of the FMA ceiling on host X with the weights in cache (Intel,
+ *     2026-12-03), and the 2-thread benchmark from 0.66-0.72 to 0.69-0.77;
+ *   - the first pass also prefetches the group 4 ahead into L2, a line of
+ *     each row per 32 columns (rows are read in pieces ldw apart;
+ *     P2_PFAHEAD says why 4);
  *   - a pass's 12 sums go through hadd trees (4 vectors -> 4 sums) into
  *     acc[row][16], which goes to y once per chunk.
  *
@@ -53,40 +61,41 @@ typedef struct p2_block {
     float *acc;            /* [n][P2_ROWS] */
 } p2_block;
 
-/* The group's 3 weight rows' block widened to f32 into wf ([3][P2_KBLOCK],
- * zero from kb to the next multiple of 8), once for the 4 passes (widening
- * in every pass cost a shift per 4 FMAs, on a pipe the FMAs share); while it
- * reads them it prefetches the group at `ahead`, a cache line of each row
- * per 32 columns. */
-KERN_AVX2_TARGET P2_INLINE void widen_rows(const p2_block *b, const uint16_t *const *wr,
-                                           const char *ahead, float *wf)
+/* The part of the group's rows past the block's last multiple of 8
+ * columns, widened into wf (zero up to the next multiple of 8): w is not
+ * read past kb. */
+KERN_AVX2_TARGET P2_INLINE void widen_tail(const p2_block *b, const uint16_t *const *wr, float *wf)
 {
-    size_t kk = 0;
-    for (; kk + 32 <= b->kb; kk += 32) {
-#pragma GCC unroll 3
-        for (int i = 0; i < P2_WROWS; i++) {
-            if (ahead != NULL)
-                _mm_prefetch(ahead + (size_t)i * b->ldw * 2 + 2 * kk, _MM_HINT_T1);
-#pragma GCC unroll 4
-            for (size_t s = kk; s < kk + 32; s += 8)
-                _mm256_store_ps(wf + (size_t)i * P2_KBLOCK + s, kern_widen8(wr[i] + s));
-        }
-    }
-    for (; kk < b->kb; kk += 8) {
-        size_t len = b->kb - kk < 8 ? b->kb - kk : 8;
-        for (int i = 0; i < P2_WROWS; i++) {
-            uint16_t tail[8] = {0}; /* w is not read past kb */
-            memcpy(tail, wr[i] + kk, len * sizeof(uint16_t));
-            _mm256_store_ps(wf + (size_t)i * P2_KBLOCK + kk, kern_widen8(tail));
-        }
+    size_t kk = b->kb / 8 * 8, len = b->kb - kk;
+    for (int i = 0; i < P2_WROWS; i++) {
+        uint16_t tail[8] = {0};
+        memcpy(tail, wr[i] + kk, len * sizeof(uint16_t));
+        _mm256_store_ps(wf + (size_t)i * P2_KBLOCK + kk, kern_widen8(tail));
     }
 }
 
-/* acc[j + i][4p .. 4p + 4) += x rows 4p.. . the widened weight rows wf[i],
- * over the block (x is zero past kb, and so is wf up to a multiple of 8). */
-KERN_AVX2_TARGET P2_INLINE void p2_pass(const p2_block *b, const float *wf, size_t j, int p)
+/* a[i][r] += wv[i] * x row r, columns [kk, kk + 8). */
+KERN_AVX2_TARGET P2_INLINE void p2_fma(__m256 a[P2_WROWS][P2_XR], const __m256 *wv,
+                                       const float *x0, size_t kk)
 {
-    __m256 a[P2_WROWS][P2_XR];
+#pragma GCC unroll 4
+    for (int r = 0; r < P2_XR; r++) {
+        __m256 xv = _mm256_load_ps(x0 + (size_t)r * P2_XSTRIDE + kk);
+#pragma GCC unroll 3
+        for (int i = 0; i < P2_WROWS; i++)
+            a[i][r] = _mm256_fmadd_ps(wv[i], xv, a[i][r]);
+    }
+}
+
+/* acc[j + i][4p .. 4p + 4) += x rows 4p.. . the group's weight rows, over
+ * the block (x is zero past kb, and so is wf up to a multiple of 8).  Pass 0
+ * (wr set) widens the rows in registers as it goes and keeps them in wf for
+ * the other passes, prefetching the group at `ahead` a line of each row per
+ * 32 columns; the others read wf. */
+KERN_AVX2_TARGET P2_INLINE void p2_pass(const p2_block *b, float *wf, size_t j, int p,
+                                        const uint16_t *const *wr, const char *ahead)
+{
+    __m256 a[P2_WROWS][P2_XR], wv[P2_WROWS];
 #pragma GCC unroll 3
     for (int i = 0; i < P2_WROWS; i++) {
 #pragma GCC unroll 4
@@ -94,19 +103,41 @@ KERN_AVX2_TARGET P2_INLINE void p2_pass(const p2_block *b, const float *wf, size
             a[i][r] = _mm256_setzero_ps();
     }
     const float *x0 = b->xf + (size_t)(P2_XR * p) * P2_XSTRIDE;
+    size_t kk = 0;
+    if (wr != NULL) {
+        /* no group ahead: the prefetches touch this group's first row */
+        size_t kfull = b->kb / 8 * 8, ld2 = ahead != NULL ? b->ldw * 2 : 0;
+        if (ahead == NULL)
+            ahead = (const char *)wr[0];
+        for (; kk + 32 <= kfull; kk += 32) {
+#pragma GCC unroll 3
+            for (int i = 0; i < P2_WROWS; i++)
+                _mm_prefetch(ahead + (size_t)i * ld2 + 2 * kk, _MM_HINT_T1);
 #pragma GCC unroll 4
-    for (size_t kk = 0; kk < b->kb; kk += 8) {
-        __m256 wv[P2_WROWS];
+            for (size_t s = kk; s < kk + 32; s += 8) {
+#pragma GCC unroll 3
+                for (int i = 0; i < P2_WROWS; i++) {
+                    wv[i] = kern_widen8(wr[i] + s);
+                    _mm256_store_ps(wf + (size_t)i * P2_KBLOCK + s, wv[i]);
+                }
+                p2_fma(a, wv, x0, s);
+            }
+        }
+        for (; kk < kfull; kk += 8) {
+#pragma GCC unroll 3
+            for (int i = 0; i < P2_WROWS; i++) {
+                wv[i] = kern_widen8(wr[i] + kk);
+                _mm256_store_ps(wf + (size_t)i * P2_KBLOCK + kk, wv[i]);
+            }
+            p2_fma(a, wv, x0, kk);
+        }
+    }
+#pragma GCC unroll 4
+    for (; kk < b->kb; kk += 8) {
 #pragma GCC unroll 3
         for (int i = 0; i < P2_WROWS; i++)
             wv[i] = _mm256_load_ps(wf + (size_t)i * P2_KBLOCK + kk);
-#pragma GCC unroll 4
-        for (int r = 0; r < P2_XR; r++) {
-            __m256 xv = _mm256_load_ps(x0 + (size_t)r * P2_XSTRIDE + kk);
-#pragma GCC unroll 3
-            for (int i = 0; i < P2_WROWS; i++)
-                a[i][r] = _mm256_fmadd_ps(wv[i], xv, a[i][r]);
-        }
+        p2_fma(a, wv, x0, kk);
     }
 #pragma GCC unroll 3
     for (int i = 0; i < P2_WROWS; i++) {
@@ -130,9 +161,11 @@ KERN_AVX2_TARGET static void p2_block_run(const p2_block *b)
         const uint16_t *ahead = next < groups      ? b->w + next * P2_WROWS * b->ldw
                                 : b->wnext != NULL ? b->wnext + (next - groups) * P2_WROWS * b->ldw
                                                    : NULL;
-        widen_rows(b, wr, (const char *)ahead, wf);
-        for (int p = 0; p < passes; p++)
-            p2_pass(b, wf, j, p);
+        if (b->kb % 8 != 0)
+            widen_tail(b, wr, wf);
+        p2_pass(b, wf, j, 0, wr, (const char *)ahead);
+        for (int p = 1; p < passes; p++)
+            p2_pass(b, wf, j, p, NULL, NULL);
     }
 }
 
