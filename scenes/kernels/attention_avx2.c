@@ -1,26 +1,31 @@
 /*
  * attention_avx2.c: attention's AVX2 + FMA paths (QK, softmax, PV), taken
  * when kern_isa_now() is KERN_AVX2.  K and V rows are bf16; sums are f32
- * FMAs.  A row is read 16 bf16 (one 32-byte load) at a time and split
- * without a shuffle: a 32-bit lane holds two bf16, so (lane << 16) is the
- * even one as f32 and (lane & 0xffff0000) the odd one.  The other operand
- * is laid out to match (per 16 dims, the 8 even then the 8 odd; a tail of
- * 8 dims stays in order and is widened as 8): q for QK, part for PV, which
- * goes back to dims in order at the end.
+ * FMAs.
  *
- *   QK: token by token, each kv head's row against up to 5 heads of its
- *       group, even and odd dims in their own accumulators (10 registers,
- *       one FMA per chain per 16 dims); q, laid out per pass, is read
- *       through one pointer with constant offsets.  The 8 partial sums of a
- *       (head, token) go to a stack tile and are reduced 8 tokens at a time
- *       (one hadd tree makes 8 scores, stored as one row piece), not one
- *       hadd tree per dot product with scattered stores: on host X
- *       (Intel, 2026-12-02) that reduction and its latency cost a third of
- *       QK.
+ *   QK: two tokens at a time, each kv head's two rows against up to 5 heads
+ *       of its group, 8 dims at a time in order (each row widened with
+ *       vpmovzxwd + shift): one q vector loaded serves both tokens' FMAs,
+ *       10 accumulators.  On host X (Intel, 2026-12-03) that took QK from
+ *       0.48 to 0.52 of the FMA ceiling with K in cache, against one token
+ *       at a time with even and odd dims split (one q load per FMA); q is
+ *       laid out per pass and read through one pointer with constant
+ *       offsets.  The 8 partial sums of a (head, token) go to a stack tile
+ *       and are reduced 8 tokens at a time (one hadd tree makes 8 scores,
+ *       stored as one row piece), not one hadd tree per dot product with
+ *       scattered stores: on host X (2026-12-02) that reduction and its
+ *       latency cost a third of QK.
  *   PV: a block of A2_TB tokens at a time: per slab of 16 dims, up to 5
  *       heads accumulate in 10 registers over the block's tokens, in token
- *       order as the portable loop adds.
- *   Prefetch: QK's row two tokens on (into L1) and PV's next A2_TB tokens
+ *       order as the portable loop adds.  A row is read 16 bf16 (one 32-byte
+ *       load) at a time and split without a shuffle: a 32-bit lane holds two
+ *       bf16, so (lane << 16) is the even one as f32 and (lane & 0xffff0000)
+ *       the odd one; part is laid out to match (per 16 dims, the 8 even then
+ *       the 8 odd; a tail of 8 dims stays in order and is widened as 8) and
+ *       goes back to dims in order at the end.  The token loop is unrolled 4
+ *       times (1.12x with V in cache on host X, 2026-12-03).
+ *   Prefetch: QK's rows A2_AHEAD tokens on (into L1: with pairs of tokens 3
+ *       measured better than 2 or 4 on host X) and PV's next A2_TB tokens
  *       (into L2, those in the same cache block as the first: their rows are
  *       contiguous), a few lines between every pass rather than at once: a
  *       burst of 32 prefetches waits on the L1's fill buffers, and with
@@ -38,13 +43,16 @@
 
 #if KERN_HAVE_X86
 #define A2_INLINE  __attribute__((always_inline)) static inline
-#define A2_QK_MAXH 5    /* heads per QK pass: 10 accumulators (even and odd dims) */
+#define A2_QK_MAXH 5    /* heads per QK pass: 10 accumulators (two tokens) */
 #define A2_QK_TB   8    /* QK's tokens per batch of sums */
 #define A2_QK_QMAX 8192 /* floats of q (heads x D) QK lays out on its stack */
 #define A2_QK_HMAX 64   /* heads QK sums on its stack: 16 KiB */
 #define A2_PV_MAXH 5    /* heads per PV pass: 10 accumulators, 2 V vectors, 1 weight */
-#define A2_TB      32   /* PV's tokens per block */
-#define A2_AHEAD   2    /* QK prefetches the row this many tokens on, into L1 */
+/* PV's tokens per block (and so how far ahead it prefetches): with K and V
+ * from DRAM on host X (2026-12-03) PV alone read V at 20-22 GB/s with 16,
+ * 17.5 with 32, 15 with 64 (8 and 24: 18). */
+#define A2_TB 16
+#define A2_AHEAD   3    /* QK prefetches the rows this many tokens on, into L1 */
 
 /* Token t's row (kv head 0). */
 A2_INLINE const uint16_t *token_row(const chunk_blocks *cb, size_t t)
@@ -104,23 +112,19 @@ A2_INLINE void even_odd16(const float *src, float *dst)
     }
 }
 
-/* QK's q, laid out for K read 16 bf16 at a time: for each pass (the nh
- * heads from h0 of one kv head) the heads' 16 dims from c side by side
- * ([c / 16][nh][16]: each head's 8 even, then its 8 odd dims), then the tail
- * of 8 dims in order ([nh][8]), so that the loop reads q through one
- * pointer and constant offsets. */
+/* QK's q, laid out per pass (the nh heads from h0 of one kv head): the
+ * heads' 8 dims from c side by side ([c / 8][nh][8]), so that the loop reads
+ * q through one pointer and constant offsets. */
 KERN_AVX2_TARGET static void qk_layout(const float *q, size_t kv_heads, size_t group, size_t d,
                                        float *dst)
 {
     for (size_t g = 0; g < kv_heads; g++) {
         for (size_t h0 = g * group; h0 < (g + 1) * group; h0 += A2_QK_MAXH) {
-            size_t left = (g + 1) * group - h0, nh = left < A2_QK_MAXH ? left : A2_QK_MAXH, c = 0;
-            for (; c + 16 <= d; c += 16) {
-                for (size_t h = 0; h < nh; h++, dst += 16)
-                    even_odd16(q + (h0 + h) * d + c, dst);
+            size_t left = (g + 1) * group - h0, nh = left < A2_QK_MAXH ? left : A2_QK_MAXH;
+            for (size_t c = 0; c < d; c += 8) {
+                for (size_t h = 0; h < nh; h++, dst += 8)
+                    memcpy(dst, q + (h0 + h) * d + c, 8 * sizeof(float));
             }
-            for (size_t h = 0; c < d && h < nh; h++, dst += 8)
-                memcpy(dst, q + (h0 + h) * d + c, 8 * sizeof(float));
         }
     }
 }
@@ -139,42 +143,35 @@ KERN_AVX2_TARGET static void permute16(float *x, size_t n, size_t d)
     }
 }
 
-/* ps[h][0..8) = 8 partial sums of q[h] . k for the pass's nh heads (q in
- * qk_layout's order): even and odd dims in their own accumulators, so each
- * chain takes one FMA per 16 dims. */
-KERN_AVX2_TARGET A2_INLINE void qk_heads(const float *q, const uint16_t *k, size_t d, int nh,
-                                         float *ps)
+/* ps[h][0..8) and ps[h][8..16) = 8 partial sums of q[h] . k0 and q[h] . k1
+ * for the pass's nh heads: two tokens at once, so that each q vector loaded
+ * serves two FMAs (10 accumulators). */
+KERN_AVX2_TARGET A2_INLINE void qk_heads(const float *q, const uint16_t *k0, const uint16_t *k1,
+                                         size_t d, int nh, float *ps)
 {
-    const __m256i top = _mm256_set1_epi32((int)0xffff0000u);
-    __m256 e[A2_QK_MAXH], o[A2_QK_MAXH];
+    __m256 a[A2_QK_MAXH], b[A2_QK_MAXH];
 #pragma GCC unroll 5
     for (int h = 0; h < A2_QK_MAXH; h++)
-        e[h] = o[h] = _mm256_setzero_ps();
-    const uint16_t *end = k + d / 16 * 16;
-#pragma GCC unroll 8
-    for (; k < end; k += 16, q += 16 * nh) {
-        __m256i raw = _mm256_loadu_si256((const __m256i *)k);
-        __m256 ke = _mm256_castsi256_ps(_mm256_slli_epi32(raw, 16));
-        __m256 ko = _mm256_castsi256_ps(_mm256_and_si256(raw, top));
+        a[h] = b[h] = _mm256_setzero_ps();
+#pragma GCC unroll 4
+    for (size_t c = 0; c < d; c += 8, q += 8 * nh) {
+        __m256 v0 = kern_widen8(k0 + c), v1 = kern_widen8(k1 + c);
 #pragma GCC unroll 5
         for (int h = 0; h < nh; h++) {
-            e[h] = _mm256_fmadd_ps(_mm256_load_ps(q + 16 * h), ke, e[h]);
-            o[h] = _mm256_fmadd_ps(_mm256_load_ps(q + 16 * h + 8), ko, o[h]);
+            __m256 qv = _mm256_load_ps(q + 8 * h);
+            a[h] = _mm256_fmadd_ps(qv, v0, a[h]);
+            b[h] = _mm256_fmadd_ps(qv, v1, b[h]);
         }
     }
-    if (d % 16 != 0) {
-        __m256 kv = kern_widen8(k);
 #pragma GCC unroll 5
-        for (int h = 0; h < nh; h++)
-            e[h] = _mm256_fmadd_ps(_mm256_load_ps(q + 8 * h), kv, e[h]);
+    for (int h = 0; h < nh; h++) {
+        _mm256_store_ps(ps + (size_t)h * 8 * A2_QK_TB, a[h]);
+        _mm256_store_ps(ps + (size_t)h * 8 * A2_QK_TB + 8, b[h]);
     }
-#pragma GCC unroll 5
-    for (int h = 0; h < nh; h++)
-        _mm256_store_ps(ps + (size_t)h * 8 * A2_QK_TB, _mm256_add_ps(e[h], o[h]));
 }
 
 #define A2_QK(n)                                                                                   \
-    qk_heads(qp + h0 * d, k, d, (n) < A2_QK_MAXH ? (n) : A2_QK_MAXH, ps + (h0 * A2_QK_TB + i) * 8)
+    qk_heads(qp + h0 * d, k, k1, d, (n) < A2_QK_MAXH ? (n) : A2_QK_MAXH, ps + (h0 * A2_QK_TB + i) * 8)
 
 /* The sums of a[0..8)'s lanes, in order. */
 KERN_AVX2_TARGET A2_INLINE __m256 hsum8(const float *a)
@@ -203,18 +200,23 @@ KERN_AVX2_TARGET bool kern_attn_qk_avx2(const chunk_job *j)
     __m256 scale = _mm256_set1_ps(j->scale);
     for (size_t t0 = 0; t0 < j->tokens; t0 += A2_QK_TB) {
         size_t nt = j->tokens - t0 < A2_QK_TB ? j->tokens - t0 : A2_QK_TB;
-        for (size_t i = 0; i < nt; i++) {
+        for (size_t i = 0; i < nt; i += 2) {
             size_t t = t0 + i;
-            const uint16_t *row = token_row(cb, t);
-            a2_pf pf = {NULL, NULL};
+            const uint16_t *row = token_row(cb, t), *row1 = i + 1 < nt ? token_row(cb, t + 1) : row;
+            a2_pf pf = {NULL, NULL}, pf1 = {NULL, NULL};
             if (t + A2_AHEAD < j->tokens) {
                 pf.p = (const char *)token_row(cb, t + A2_AHEAD);
                 pf.end = pf.p + row_bytes;
             }
+            if (t + 1 + A2_AHEAD < j->tokens) {
+                pf1.p = (const char *)token_row(cb, t + 1 + A2_AHEAD);
+                pf1.end = pf1.p + row_bytes;
+            }
             size_t per = (row_bytes / 64 + cb->kv_heads - 1) / cb->kv_heads;
             for (size_t g = 0; g < cb->kv_heads; g++) {
                 pf_step(&pf, per, _MM_HINT_T0);
-                const uint16_t *k = row + g * d;
+                pf_step(&pf1, per, _MM_HINT_T0);
+                const uint16_t *k = row + g * d, *k1 = row1 + g * d;
                 for (size_t h0 = g * j->group; h0 < (g + 1) * j->group; h0 += A2_QK_MAXH) {
                     size_t left = (g + 1) * j->group - h0;
                     int nh = (int)(left < A2_QK_MAXH ? left : A2_QK_MAXH);
@@ -255,6 +257,7 @@ KERN_AVX2_TARGET A2_INLINE void pv_slab(const chunk_job *j, const uint16_t *cons
         o[h] = _mm256_loadu_ps(part + (size_t)h * d + 8);
     }
     const float *p = j->scores + h0 * ctok + t0;
+#pragma GCC unroll 4
     for (size_t i = 0; i < nt; i++) {
         __m256i raw = _mm256_loadu_si256((const __m256i *)(rows[i] + g * d + c0));
         __m256 ve = _mm256_castsi256_ps(_mm256_slli_epi32(raw, 16));
