@@ -50,9 +50,9 @@
 #define A2_PV_MAXH 5    /* heads per PV pass: 10 accumulators, 2 V vectors, 1 weight */
 /* PV's tokens per block (and so how far ahead it prefetches): with K and V
  * from DRAM on host X (2026-12-03) PV alone read V at 20-22 GB/s with 16,
- * 17.5 with 32, 15 with 64 (8 and 24: 18). */
-#define A2_TB 16
-#define A2_AHEAD   3    /* QK prefetches the rows this many tokens on, into L1 */
+ * 17.5 with 32, 15 with 64 (8 and 24: 18-19). */
+#define A2_TB    16
+#define A2_AHEAD 3 /* QK prefetches the rows this many tokens on, into L1 */
 
 /* Token t's row (kv head 0). */
 A2_INLINE const uint16_t *token_row(const chunk_blocks *cb, size_t t)
@@ -171,7 +171,8 @@ KERN_AVX2_TARGET A2_INLINE void qk_heads(const float *q, const uint16_t *k0, con
 }
 
 #define A2_QK(n)                                                                                   \
-    qk_heads(qp + h0 * d, k, k1, d, (n) < A2_QK_MAXH ? (n) : A2_QK_MAXH, ps + (h0 * A2_QK_TB + i) * 8)
+    qk_heads(qp + h0 * d, k, k1, d, (n) < A2_QK_MAXH ? (n) : A2_QK_MAXH,                           \
+             ps + (h0 * A2_QK_TB + i) * 8)
 
 /* The sums of a[0..8)'s lanes, in order. */
 KERN_AVX2_TARGET A2_INLINE __m256 hsum8(const float *a)

@@ -75,8 +75,8 @@ KERN_AVX2_TARGET P2_INLINE void widen_tail(const p2_block *b, const uint16_t *co
 }
 
 /* a[i][r] += wv[i] * x row r, columns [kk, kk + 8). */
-KERN_AVX2_TARGET P2_INLINE void p2_fma(__m256 a[P2_WROWS][P2_XR], const __m256 *wv,
-                                       const float *x0, size_t kk)
+KERN_AVX2_TARGET P2_INLINE void p2_fma(__m256 a[P2_WROWS][P2_XR], const __m256 *wv, const float *x0,
+                                       size_t kk)
 {
 #pragma GCC unroll 4
     for (int r = 0; r < P2_XR; r++) {
