@@ -87,6 +87,17 @@ KERN_AVX2_TARGET P2_INLINE void p2_fma(__m256 a[P2_WROWS][P2_XR], const __m256 *
     }
 }
 
+/* wv[i] = the group's row i at columns [s, s + 8), widened, and kept in wf
+ * for the later passes. */
+KERN_AVX2_TARGET P2_INLINE void p2_widen(const uint16_t *const *wr, float *wf, size_t s, __m256 *wv)
+{
+#pragma GCC unroll 3
+    for (int i = 0; i < P2_WROWS; i++) {
+        wv[i] = kern_widen8(wr[i] + s);
+        _mm256_store_ps(wf + (size_t)i * P2_KBLOCK + s, wv[i]);
+    }
+}
+
 /* acc[j + i][4p .. 4p + 4) += x rows 4p.. . the group's weight rows, over
  * the block (x is zero past kb, and so is wf up to a multiple of 8).  Pass 0
  * (wr set) widens the rows in registers as it goes and keeps them in wf for
@@ -115,20 +126,12 @@ KERN_AVX2_TARGET P2_INLINE void p2_pass(const p2_block *b, float *wf, size_t j, 
                 _mm_prefetch(ahead + (size_t)i * ld2 + 2 * kk, _MM_HINT_T1);
 #pragma GCC unroll 4
             for (size_t s = kk; s < kk + 32; s += 8) {
-#pragma GCC unroll 3
-                for (int i = 0; i < P2_WROWS; i++) {
-                    wv[i] = kern_widen8(wr[i] + s);
-                    _mm256_store_ps(wf + (size_t)i * P2_KBLOCK + s, wv[i]);
-                }
+                p2_widen(wr, wf, s, wv);
                 p2_fma(a, wv, x0, s);
             }
         }
         for (; kk < kfull; kk += 8) {
-#pragma GCC unroll 3
-            for (int i = 0; i < P2_WROWS; i++) {
-                wv[i] = kern_widen8(wr[i] + kk);
-                _mm256_store_ps(wf + (size_t)i * P2_KBLOCK + kk, wv[i]);
-            }
+            p2_widen(wr, wf, kk, wv);
             p2_fma(a, wv, x0, kk);
         }
     }
