@@ -2,8 +2,9 @@
  * abort_check.c: the bounded wait (hg_mpi_set_timeout).  Rank 0 makes a run
  * that rank 1 never makes: rank 0's agreement waits for it, at most 1 s,
  * then aborts the whole job naming itself and what it waited for.  A hang
- * here is the bug; ctest (mpi/bounded_wait_aborts) passes on the message,
- * whatever the exit code, and its TIMEOUT catches a hang.
+ * here is the bug.  tests/mpi/abort_check.sh judges the job's output (the
+ * message, a nonzero exit, no run that returned); ctest's TIMEOUT catches
+ * a hang.
  */
 #include <stdio.h>
 
