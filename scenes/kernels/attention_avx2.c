@@ -26,7 +26,7 @@
  *       times (1.12x with V in cache on host X, 2026-12-03).
  *   QK takes D = 128 (Qwen3's head size) through its own instance, whose
  *       loops' bounds are constants: on host X (2026-12-03) QK with K in L2
- *       went from 0.57-0.61 to 0.60-0.65 of the FMA ceiling on one thread,
+ *       went from 0.57-0.61 to 0.60-0.67 of the FMA ceiling on one thread,
  *       and from DRAM on two from 36.3-37.8 to 38.2-39.3 GB/s (K and V's
  *       bytes, as decode_bandwidth counts them).
  *   Prefetch: QK's rows A2_AHEAD tokens on (into L1: with pairs of tokens 3
