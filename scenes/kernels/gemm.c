@@ -9,6 +9,11 @@
  * columns outermost, so B's 16-column panel (K x 64 bytes) stays in L1 while
  * the row blocks pass over it.  Row tails take a block of fewer rows,
  * column tails 8-wide blocks, then the portable loop for the last < 8.
+ * On the AVX-512 level (kern_isa_now() KERN_AVX512BF16, which has
+ * AVX-512F) a 12 x 32 block in 24 zmm accumulators takes the columns up to
+ * a multiple of 16 first (the same loop at twice the width: on host X,
+ * Intel, the AVX2 block reached 0.48-0.70x OpenBLAS's single-thread sgemm,
+ * which uses AVX-512 there); the AVX2 blocks take what is left.
  * Sums go over K in order from 0, as the portable loop's do, with fused
  * multiply-adds: bit for bit the portable result wherever the products are
  * exact (bgemm's inputs: multiples of 1/8), else within f32 summation's
@@ -110,15 +115,92 @@ KERN_AVX2_TARGET G2_INLINE void column_panel(const gemm_mat *a, const gemm_mat *
     }
 }
 
-/* Columns up to the last multiple of 8; returns where the rest begins. */
-KERN_AVX2_TARGET static size_t gemm_avx2(const gemm_mat *a, const gemm_mat *b, const gemm_mat *p)
+/* Columns [c0, the last multiple of 8); returns where the rest begins. */
+KERN_AVX2_TARGET static size_t gemm_avx2(const gemm_mat *a, const gemm_mat *b, const gemm_mat *p,
+                                         size_t c0)
 {
-    size_t c0 = 0;
     for (; c0 + 16 <= b->cols; c0 += 16)
         column_panel(a, b, p, c0, 2);
     if (c0 + 8 <= b->cols) {
         column_panel(a, b, p, c0, 1);
         c0 += 8;
+    }
+    return c0;
+}
+
+#define G5_MR 12
+
+/* P[r0.., c0..) for nr rows (<= 12) and 16 nv columns (nv 1 or 2): the
+ * AVX2 micro-kernel's loop with zmm vectors. */
+KERN_SIMD_TARGET G2_INLINE void micro512(const gemm_mat *a, const gemm_mat *b, const gemm_mat *p,
+                                         size_t r0, size_t c0, int nr, int nv)
+{
+    __m512 acc[G5_MR][2];
+#pragma GCC unroll 12
+    for (int r = 0; r < nr; r++) {
+        acc[r][0] = _mm512_setzero_ps();
+        acc[r][1] = _mm512_setzero_ps();
+    }
+    const float *arow = a->p + r0 * a->ld, *bcol = b->p + c0;
+    for (size_t kk = 0; kk < a->cols; kk++) {
+        __m512 bv[2];
+#pragma GCC unroll 2
+        for (int v = 0; v < nv; v++)
+            bv[v] = _mm512_loadu_ps(bcol + kk * b->ld + 16 * (size_t)v);
+#pragma GCC unroll 12
+        for (int r = 0; r < nr; r++) {
+            __m512 av = _mm512_set1_ps(arow[(size_t)r * a->ld + kk]);
+#pragma GCC unroll 2
+            for (int v = 0; v < nv; v++)
+                acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+        }
+    }
+#pragma GCC unroll 12
+    for (int r = 0; r < nr; r++) {
+#pragma GCC unroll 2
+        for (int v = 0; v < nv; v++)
+            _mm512_storeu_ps(p->p + (r0 + (size_t)r) * p->ld + c0 + 16 * (size_t)v, acc[r][v]);
+    }
+}
+
+#define G5_TAIL(n)                                                                                 \
+    case n:                                                                                        \
+        micro512(a, b, p, r0, c0, n, nv);                                                          \
+        break;
+
+/* Every row block of columns [c0, c0 + 16 nv). */
+KERN_SIMD_TARGET G2_INLINE void column_panel512(const gemm_mat *a, const gemm_mat *b,
+                                                const gemm_mat *p, size_t c0, int nv)
+{
+    size_t r0 = 0;
+    for (; r0 + G5_MR <= a->rows; r0 += G5_MR)
+        micro512(a, b, p, r0, c0, G5_MR, nv);
+    switch (a->rows - r0) {
+        G5_TAIL(1)
+        G5_TAIL(2)
+        G5_TAIL(3)
+        G5_TAIL(4)
+        G5_TAIL(5)
+        G5_TAIL(6)
+        G5_TAIL(7)
+        G5_TAIL(8)
+        G5_TAIL(9)
+        G5_TAIL(10)
+        G5_TAIL(11)
+    default:
+        break;
+    }
+}
+
+/* Columns up to the last multiple of 16; returns where the rest begins. */
+KERN_SIMD_TARGET static size_t gemm_avx512(const gemm_mat *a, const gemm_mat *b, const gemm_mat *p)
+{
+    size_t c0 = 0;
+    for (; c0 + 32 <= b->cols; c0 += 32)
+        column_panel512(a, b, p, c0, 2);
+    if (c0 + 16 <= b->cols) {
+        column_panel512(a, b, p, c0, 1);
+        c0 += 16;
     }
     return c0;
 }
@@ -140,8 +222,11 @@ int kern_gemm_tile(const hg_kernel_ctx *ctx)
         return 1;
     size_t c0 = 0;
 #if KERN_HAVE_X86
-    if (kern_isa_now() != KERN_PORTABLE) /* the AVX-512 level has AVX2 and FMA */
-        c0 = gemm_avx2(&a, &b, &p);
+    kern_isa isa = kern_isa_now();
+    if (isa == KERN_AVX512BF16) /* that level has AVX-512F, and AVX2 and FMA */
+        c0 = gemm_avx512(&a, &b, &p);
+    if (isa != KERN_PORTABLE)
+        c0 = gemm_avx2(&a, &b, &p, c0);
 #endif
     if (c0 < b.cols)
         gemm_portable(&a, &b, &p, c0);

@@ -313,10 +313,12 @@ TEST(gemm_and_add_tiles_agree_on_every_path)
 {
     test_rng r = test_seed(31);
     report_paths();
-    /* m, n, k: bgemm's tiles (32, 128), row tails of the 6-row block, a
-     * column tail of 8 and one under 8, a single element */
-    static const size_t shapes[][3] = {{32, 32, 32}, {128, 128, 128}, {7, 29, 5},
-                                       {13, 24, 40}, {1, 1, 1},       {5, 17, 64}};
+    /* m, n, k: bgemm's tiles (32, 128), row tails of the 6-row (AVX2) and
+     * 12-row (AVX-512) blocks, column tails of 16 and 8 and under 8 after
+     * 32-wide panels, a single element */
+    static const size_t shapes[][3] = {{32, 32, 32}, {128, 128, 128}, {7, 29, 5},   {13, 24, 40},
+                                       {1, 1, 1},    {5, 17, 64},     {23, 48, 16}, {15, 40, 9},
+                                       {12, 33, 7},  {35, 61, 3}};
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         size_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
         float *a = malloc(m * k * sizeof(float)), *b = malloc(k * n * sizeof(float));
