@@ -66,6 +66,7 @@ KERN_AVX2_TARGET G2_INLINE void micro(const gemm_mat *a, const gemm_mat *b, cons
         acc[r][1] = _mm256_setzero_ps();
     }
     const float *arow = a->p + r0 * a->ld, *bcol = b->p + c0;
+#pragma GCC unroll 4
     for (size_t kk = 0; kk < a->cols; kk++) {
         __m256 bv[2];
 #pragma GCC unroll 2
@@ -142,6 +143,7 @@ KERN_SIMD_TARGET G2_INLINE void micro512(const gemm_mat *a, const gemm_mat *b, c
         acc[r][1] = _mm512_setzero_ps();
     }
     const float *arow = a->p + r0 * a->ld, *bcol = b->p + c0;
+#pragma GCC unroll 4
     for (size_t kk = 0; kk < a->cols; kk++) {
         __m512 bv[2];
 #pragma GCC unroll 2
