@@ -212,8 +212,10 @@ static void peak_once(helper *h, double *one, double *two)
 
 /* One weight matrix and its activations, as a projection task sees them.
  * The weights are on transparent huge pages, like the stream's buffer, unless
- * small_pages: then on 4 KiB pages, as the sim device's arena has them today
- * (a weight row's 2 KiB segments then cost a TLB miss each). */
+ * small_pages: then on 4 KiB pages, as a host without transparent huge
+ * pages gives them (the sim's arena asks for 2 MiB pages for allocations of
+ * 256 KiB and more: sim.c), where a weight row's 2 KiB segments cost a TLB
+ * miss each. */
 typedef struct proj_case {
     const char *name;
     size_t n, k;
