@@ -52,160 +52,90 @@ static void gemm_portable(const gemm_mat *a, const gemm_mat *b, const gemm_mat *
 }
 
 #if KERN_HAVE_X86
-#define G2_INLINE __attribute__((always_inline)) static inline
-#define G2_MR     6
+#define G_INLINE __attribute__((always_inline)) static inline
 
-/* P[r0.., c0..) for nr rows (<= 6) and 8 nv columns (nv 1 or 2). */
-KERN_AVX2_TARGET G2_INLINE void micro(const gemm_mat *a, const gemm_mat *b, const gemm_mat *p,
-                                      size_t r0, size_t c0, int nr, int nv)
-{
-    __m256 acc[G2_MR][2];
-#pragma GCC unroll 6
-    for (int r = 0; r < nr; r++) {
-        acc[r][0] = _mm256_setzero_ps();
-        acc[r][1] = _mm256_setzero_ps();
-    }
-    const float *arow = a->p + r0 * a->ld, *bcol = b->p + c0;
-#pragma GCC unroll 4
-    for (size_t kk = 0; kk < a->cols; kk++) {
-        __m256 bv[2];
-#pragma GCC unroll 2
-        for (int v = 0; v < nv; v++)
-            bv[v] = _mm256_loadu_ps(bcol + kk * b->ld + 8 * (size_t)v);
-#pragma GCC unroll 6
-        for (int r = 0; r < nr; r++) {
-            __m256 av = _mm256_broadcast_ss(arow + (size_t)r * a->ld + kk);
-#pragma GCC unroll 2
-            for (int v = 0; v < nv; v++)
-                acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
-        }
-    }
-#pragma GCC unroll 6
-    for (int r = 0; r < nr; r++) {
-#pragma GCC unroll 2
-        for (int v = 0; v < nv; v++)
-            _mm256_storeu_ps(p->p + (r0 + (size_t)r) * p->ld + c0 + 8 * (size_t)v, acc[r][v]);
-    }
-}
-
-/* Every row block of columns [c0, c0 + 8 nv). */
-KERN_AVX2_TARGET G2_INLINE void column_panel(const gemm_mat *a, const gemm_mat *b,
-                                             const gemm_mat *p, size_t c0, int nv)
-{
-    size_t r0 = 0;
-    for (; r0 + G2_MR <= a->rows; r0 += G2_MR)
-        micro(a, b, p, r0, c0, G2_MR, nv);
-    switch (a->rows - r0) {
-    case 1:
-        micro(a, b, p, r0, c0, 1, nv);
-        break;
-    case 2:
-        micro(a, b, p, r0, c0, 2, nv);
-        break;
-    case 3:
-        micro(a, b, p, r0, c0, 3, nv);
-        break;
-    case 4:
-        micro(a, b, p, r0, c0, 4, nv);
-        break;
-    case 5:
-        micro(a, b, p, r0, c0, 5, nv);
-        break;
-    default:
-        break;
-    }
-}
-
-/* Columns [c0, the last multiple of 8); returns where the rest begins. */
-KERN_AVX2_TARGET static size_t gemm_avx2(const gemm_mat *a, const gemm_mat *b, const gemm_mat *p,
-                                         size_t c0)
-{
-    for (; c0 + 16 <= b->cols; c0 += 16)
-        column_panel(a, b, p, c0, 2);
-    if (c0 + 8 <= b->cols) {
-        column_panel(a, b, p, c0, 1);
-        c0 += 8;
-    }
-    return c0;
-}
-
-#define G5_MR 12
-
-/* P[r0.., c0..) for nr rows (<= 12) and 16 nv columns (nv 1 or 2): the
- * AVX2 micro-kernel's loop with zmm vectors. */
-KERN_SIMD_TARGET G2_INLINE void micro512(const gemm_mat *a, const gemm_mat *b, const gemm_mat *p,
-                                         size_t r0, size_t c0, int nr, int nv)
-{
-    __m512 acc[G5_MR][2];
-#pragma GCC unroll 12
-    for (int r = 0; r < nr; r++) {
-        acc[r][0] = _mm512_setzero_ps();
-        acc[r][1] = _mm512_setzero_ps();
-    }
-    const float *arow = a->p + r0 * a->ld, *bcol = b->p + c0;
-#pragma GCC unroll 4
-    for (size_t kk = 0; kk < a->cols; kk++) {
-        __m512 bv[2];
-#pragma GCC unroll 2
-        for (int v = 0; v < nv; v++)
-            bv[v] = _mm512_loadu_ps(bcol + kk * b->ld + 16 * (size_t)v);
-#pragma GCC unroll 12
-        for (int r = 0; r < nr; r++) {
-            __m512 av = _mm512_set1_ps(arow[(size_t)r * a->ld + kk]);
-#pragma GCC unroll 2
-            for (int v = 0; v < nv; v++)
-                acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
-        }
-    }
-#pragma GCC unroll 12
-    for (int r = 0; r < nr; r++) {
-#pragma GCC unroll 2
-        for (int v = 0; v < nv; v++)
-            _mm512_storeu_ps(p->p + (r0 + (size_t)r) * p->ld + c0 + 16 * (size_t)v, acc[r][v]);
-    }
-}
-
-#define G5_TAIL(n)                                                                                 \
+/* A row tail of n rows (n < MR) in a panel's switch. */
+#define G_TAIL(micro, mr, n)                                                                       \
     case n:                                                                                        \
-        micro512(a, b, p, r0, c0, n, nv);                                                          \
+        if ((n) < (mr))                                                                            \
+            micro(a, b, p, r0, c0, (n) < (mr) ? (n) : 1, nv);                                      \
         break;
 
-/* Every row block of columns [c0, c0 + 16 nv). */
-KERN_SIMD_TARGET G2_INLINE void column_panel512(const gemm_mat *a, const gemm_mat *b,
-                                                const gemm_mat *p, size_t c0, int nv)
-{
-    size_t r0 = 0;
-    for (; r0 + G5_MR <= a->rows; r0 += G5_MR)
-        micro512(a, b, p, r0, c0, G5_MR, nv);
-    switch (a->rows - r0) {
-        G5_TAIL(1)
-        G5_TAIL(2)
-        G5_TAIL(3)
-        G5_TAIL(4)
-        G5_TAIL(5)
-        G5_TAIL(6)
-        G5_TAIL(7)
-        G5_TAIL(8)
-        G5_TAIL(9)
-        G5_TAIL(10)
-        G5_TAIL(11)
-    default:
-        break;
+/* One level's blocks, at vector width W with MR rows (both levels run the
+ * same loop; only the vector type differs):
+ *   micro_SFX: P[r0.., c0..) for nr rows (<= MR) and W nv columns (nv 1 or
+ *              2), sums over K in order from 0;
+ *   panel_SFX: every row block of columns [c0, c0 + W nv);
+ *   gemm_SFX:  columns [c0, the last multiple of W); returns where the rest
+ *              begins. */
+#define G_LEVEL(SFX, TARGET, VEC, W, MR, ZERO, LOADU, SET1, FMADD, STOREU)                         \
+    TARGET G_INLINE void micro_##SFX(const gemm_mat *a, const gemm_mat *b, const gemm_mat *p,      \
+                                     size_t r0, size_t c0, int nr, int nv)                         \
+    {                                                                                              \
+        VEC acc[MR][2];                                                                            \
+        _Pragma("GCC unroll 12") for (int r = 0; r < nr; r++)                                      \
+        {                                                                                          \
+            acc[r][0] = ZERO();                                                                    \
+            acc[r][1] = ZERO();                                                                    \
+        }                                                                                          \
+        const float *arow = a->p + r0 * a->ld, *bcol = b->p + c0;                                  \
+        _Pragma("GCC unroll 4") for (size_t kk = 0; kk < a->cols; kk++)                            \
+        {                                                                                          \
+            VEC bv[2];                                                                             \
+            _Pragma("GCC unroll 2") for (int v = 0; v < nv; v++) bv[v] =                           \
+                LOADU(bcol + kk * b->ld + (W) * (size_t)v);                                        \
+            _Pragma("GCC unroll 12") for (int r = 0; r < nr; r++)                                  \
+            {                                                                                      \
+                VEC av = SET1(arow[(size_t)r * a->ld + kk]);                                       \
+                _Pragma("GCC unroll 2") for (int v = 0; v < nv; v++) acc[r][v] =                   \
+                    FMADD(av, bv[v], acc[r][v]);                                                   \
+            }                                                                                      \
+        }                                                                                          \
+        _Pragma("GCC unroll 12") for (int r = 0; r < nr; r++)                                      \
+        {                                                                                          \
+            _Pragma("GCC unroll 2") for (int v = 0; v < nv; v++)                                   \
+                STOREU(p->p + (r0 + (size_t)r) * p->ld + c0 + (W) * (size_t)v, acc[r][v]);         \
+        }                                                                                          \
+    }                                                                                              \
+    TARGET G_INLINE void panel_##SFX(const gemm_mat *a, const gemm_mat *b, const gemm_mat *p,      \
+                                     size_t c0, int nv)                                            \
+    {                                                                                              \
+        size_t r0 = 0;                                                                             \
+        for (; r0 + (MR) <= a->rows; r0 += (MR))                                                   \
+            micro_##SFX(a, b, p, r0, c0, MR, nv);                                                  \
+        switch (a->rows - r0) {                                                                    \
+            G_TAIL(micro_##SFX, MR, 1)                                                             \
+            G_TAIL(micro_##SFX, MR, 2)                                                             \
+            G_TAIL(micro_##SFX, MR, 3)                                                             \
+            G_TAIL(micro_##SFX, MR, 4)                                                             \
+            G_TAIL(micro_##SFX, MR, 5)                                                             \
+            G_TAIL(micro_##SFX, MR, 6)                                                             \
+            G_TAIL(micro_##SFX, MR, 7)                                                             \
+            G_TAIL(micro_##SFX, MR, 8)                                                             \
+            G_TAIL(micro_##SFX, MR, 9)                                                             \
+            G_TAIL(micro_##SFX, MR, 10)                                                            \
+            G_TAIL(micro_##SFX, MR, 11)                                                            \
+        default:                                                                                   \
+            break;                                                                                 \
+        }                                                                                          \
+    }                                                                                              \
+    TARGET static size_t gemm_##SFX(const gemm_mat *a, const gemm_mat *b, const gemm_mat *p,       \
+                                    size_t c0)                                                     \
+    {                                                                                              \
+        for (; c0 + 2 * (W) <= b->cols; c0 += 2 * (W))                                             \
+            panel_##SFX(a, b, p, c0, 2);                                                           \
+        if (c0 + (W) <= b->cols) {                                                                 \
+            panel_##SFX(a, b, p, c0, 1);                                                           \
+            c0 += (W);                                                                             \
+        }                                                                                          \
+        return c0;                                                                                 \
     }
-}
 
-/* Columns up to the last multiple of 16; returns where the rest begins. */
-KERN_SIMD_TARGET static size_t gemm_avx512(const gemm_mat *a, const gemm_mat *b, const gemm_mat *p)
-{
-    size_t c0 = 0;
-    for (; c0 + 32 <= b->cols; c0 += 32)
-        column_panel512(a, b, p, c0, 2);
-    if (c0 + 16 <= b->cols) {
-        column_panel512(a, b, p, c0, 1);
-        c0 += 16;
-    }
-    return c0;
-}
+/* AVX2: 6 x 16 in 12 ymm accumulators.  AVX-512: 12 x 32 in 24 zmm. */
+G_LEVEL(avx2, KERN_AVX2_TARGET, __m256, 8, 6, _mm256_setzero_ps, _mm256_loadu_ps, _mm256_set1_ps,
+        _mm256_fmadd_ps, _mm256_storeu_ps)
+G_LEVEL(avx512, KERN_SIMD_TARGET, __m512, 16, 12, _mm512_setzero_ps, _mm512_loadu_ps,
+        _mm512_set1_ps, _mm512_fmadd_ps, _mm512_storeu_ps)
 
 KERN_AVX2_TARGET static size_t add_avx2(const float *p, float *c, size_t n)
 {
@@ -226,7 +156,7 @@ int kern_gemm_tile(const hg_kernel_ctx *ctx)
 #if KERN_HAVE_X86
     kern_isa isa = kern_isa_now();
     if (isa == KERN_AVX512BF16) /* that level has AVX-512F, and AVX2 and FMA */
-        c0 = gemm_avx512(&a, &b, &p);
+        c0 = gemm_avx512(&a, &b, &p, 0);
     if (isa != KERN_PORTABLE)
         c0 = gemm_avx2(&a, &b, &p, c0);
 #endif
