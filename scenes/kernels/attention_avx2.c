@@ -6,34 +6,33 @@
  *   QK: two tokens at a time, each kv head's two rows against up to 5 heads
  *       of its group, 8 dims at a time in order (each row widened with
  *       vpmovzxwd + shift): one q vector loaded serves both tokens' FMAs,
- *       10 accumulators.  On host X (Intel, 2026-12-03) that took QK from
- *       0.48 to 0.52 of the FMA ceiling with K in cache, against one token
- *       at a time with even and odd dims split (one q load per FMA); q is
- *       laid out per pass and read through one pointer with constant
- *       offsets.  The 8 partial sums of a (head, token) go to a stack tile
- *       and are reduced 8 tokens at a time (one hadd tree makes 8 scores,
- *       stored as one row piece), not one hadd tree per dot product with
- *       scattered stores: on host X (2026-12-02) that reduction and its
- *       latency cost a third of QK.
- *   PV: a block of A2_TB tokens at a time: per slab of 16 dims, up to 5
- *       heads accumulate in 10 registers over the block's tokens, in token
- *       order as the portable loop adds.  A row is read 16 bf16 (one 32-byte
- *       load) at a time and split without a shuffle: a 32-bit lane holds two
- *       bf16, so (lane << 16) is the even one as f32 and (lane & 0xffff0000)
- *       the odd one; part is laid out to match (per 16 dims, the 8 even then
- *       the 8 odd; a tail of 8 dims stays in order and is widened as 8) and
- *       goes back to dims in order at the end.  The token loop is unrolled 4
- *       times (1.12x with V in cache on host X, 2026-12-03).
- *   QK takes D = 128 (Qwen3's head size) through its own instance, whose
- *       loops' bounds are constants: on host X (2026-12-03) QK with K in L2
- *       went from 0.57-0.61 to 0.60-0.67 of the FMA ceiling on one thread,
- *       and from DRAM on two from 36.3-37.8 to 38.2-39.3 GB/s (K and V's
- *       bytes, as decode_bandwidth counts them).
- *   Prefetch: QK's rows A2_AHEAD tokens on (into L1: with pairs of tokens 3
- *       measured better than 2 or 4 on host X), each kv head's piece of
- *       both rows before that kv head's sums, and PV's next A2_TB tokens
- *       (into L2, those in the same cache block as the first: their rows are
- *       contiguous), a few lines between every pass rather than at once: a
+ *       10 accumulators.  The two tokens come one from each half of the
+ *       chunk, so that each half's rows are read in order: the hardware
+ *       prefetchers follow two such streams, where two adjacent tokens'
+ *       rows (two halves of one 4 KiB page, read in turn) they did not.  In
+ *       a 1-layer qwen3_decode step (preset=real, --device sim:cores=2, host
+ *       X, Intel, 2026-12-03) QK's tasks took 10.0-10.5 ms against 14.6-15.3
+ *       with adjacent tokens; with no software prefetch at all, in a
+ *       one-thread harness, K came at 8.6-9.9 GB/s against 6.7-7.0.  On host X (Intel, 2026-12-03)
+ * that took QK from 0.48 to 0.52 of the FMA ceiling with K in cache, against one token at a time
+ * with even and odd dims split (one q load per FMA); q is laid out per pass and read through one
+ * pointer with constant offsets.  The 8 partial sums of a (head, token) go to a stack tile and are
+ * reduced 8 tokens of a half at a time (one hadd tree makes 8 scores, stored as one row piece), not
+ * one hadd tree per dot product with scattered stores: on host X (2026-12-02) that reduction and
+ * its latency cost a third of QK. PV: a block of A2_TB tokens at a time: per slab of 16 dims, up to
+ * 5 heads accumulate in 10 registers over the block's tokens, in token order as the portable loop
+ * adds.  A row is read 16 bf16 (one 32-byte load) at a time and split without a shuffle: a 32-bit
+ * lane holds two bf16, so (lane << 16) is the even one as f32 and (lane & 0xffff0000) the odd one;
+ * part is laid out to match (per 16 dims, the 8 even then the 8 odd; a tail of 8 dims stays in
+ * order and is widened as 8) and goes back to dims in order at the end.  The token loop is unrolled
+ * 4 times (1.12x with V in cache on host X, 2026-12-03). QK takes D = 128 (Qwen3's head size)
+ * through its own instance, whose loops' bounds are constants: on host X (2026-12-03) QK with K in
+ * L2 went from 0.57-0.61 to 0.60-0.67 of the FMA ceiling on one thread, and from DRAM on two
+ * from 36.3-37.8 to 38.2-39.3 GB/s (K and V's bytes, as decode_bandwidth counts them). Prefetch:
+ * QK's rows A2_AHEAD tokens on in each half (into L2, 3-4% faster than into L1 with the halves; 3
+ * tokens on measured better than 2 or 4 on host X, 8 slower), each kv head's piece of both rows
+ * before that kv head's sums, and PV's next A2_TB tokens (into L2, those in the same cache block as
+ * the first: their rows are contiguous), a few lines between every pass rather than at once: a
  *       burst of 32 prefetches waits on the L1's fill buffers, and with
  *       them K and V came at ~8 GB/s a thread against ~12 spread out.
  *   softmax: the portable arithmetic lane for lane (16 lanes as two
@@ -50,15 +49,15 @@
 #if KERN_HAVE_X86
 #define A2_INLINE  __attribute__((always_inline)) static inline
 #define A2_QK_MAXH 5    /* heads per QK pass: 10 accumulators (two tokens) */
-#define A2_QK_TB   8    /* QK's tokens per batch of sums */
+#define A2_QK_TB   16   /* QK's tokens per batch of sums: 8 from each half */
 #define A2_QK_QMAX 8192 /* floats of q (heads x D) QK lays out on its stack */
-#define A2_QK_HMAX 64   /* heads QK sums on its stack: 16 KiB */
+#define A2_QK_HMAX 64   /* heads QK sums on its stack: 32 KiB */
 #define A2_PV_MAXH 5    /* heads per PV pass: 10 accumulators, 2 V vectors, 1 weight */
 /* PV's tokens per block (and so how far ahead it prefetches): with K and V
  * from DRAM on host X (2026-12-03) PV alone read V at 20-22 GB/s with 16,
  * 17.5 with 32, 15 with 64 (8 and 24: 18-19). */
 #define A2_TB    16
-#define A2_AHEAD 3 /* QK prefetches the rows this many tokens on, into L1 */
+#define A2_AHEAD 3 /* QK prefetches the rows this many tokens on, into L2 */
 
 /* Token t's row (kv head 0). */
 A2_INLINE const uint16_t *token_row(const chunk_blocks *cb, size_t t)
@@ -149,9 +148,10 @@ KERN_AVX2_TARGET static void permute16(float *x, size_t n, size_t d)
     }
 }
 
-/* ps[h][0..8) and ps[h][8..16) = 8 partial sums of q[h] . k0 and q[h] . k1
- * for the pass's nh heads: two tokens at once, so that each q vector loaded
- * serves two FMAs (10 accumulators). */
+/* The 8 partial sums of q[h] . k0 into ps + h * 8 * A2_QK_TB, and of q[h] .
+ * k1 64 floats on (the other half's slot), for the pass's nh heads: two
+ * tokens at once, so that each q vector loaded serves two FMAs (10
+ * accumulators). */
 KERN_AVX2_TARGET A2_INLINE void qk_heads(const float *q, const uint16_t *k0, const uint16_t *k1,
                                          size_t d, int nh, float *ps)
 {
@@ -172,7 +172,7 @@ KERN_AVX2_TARGET A2_INLINE void qk_heads(const float *q, const uint16_t *k0, con
 #pragma GCC unroll 5
     for (int h = 0; h < nh; h++) {
         _mm256_store_ps(ps + (size_t)h * 8 * A2_QK_TB, a[h]);
-        _mm256_store_ps(ps + (size_t)h * 8 * A2_QK_TB + 8, b[h]);
+        _mm256_store_ps(ps + (size_t)h * 8 * A2_QK_TB + 64, b[h]);
     }
 }
 
@@ -205,21 +205,26 @@ KERN_AVX2_TARGET A2_INLINE bool qk_run(const chunk_job *j, size_t d)
      * zeroed, they are never uninitialized stack (or a slow denormal) */
     memset(ps, 0, heads * A2_QK_TB * 8 * sizeof(float));
     __m256 scale = _mm256_set1_ps(j->scale);
-    for (size_t t0 = 0; t0 < j->tokens; t0 += A2_QK_TB) {
-        size_t nt = j->tokens - t0 < A2_QK_TB ? j->tokens - t0 : A2_QK_TB;
-        for (size_t i = 0; i < nt; i += 2) {
-            size_t t = t0 + i;
-            const uint16_t *row = token_row(cb, t), *row1 = i + 1 < nt ? token_row(cb, t + 1) : row;
-            /* the rows A2_AHEAD tokens on (or this one, past the end):
-             * each kv head's piece before that kv head's sums */
+    /* two tokens at a time, one from each half of the chunk: each half's
+     * rows are read in order, a stream the hardware prefetchers follow */
+    size_t half = (j->tokens + 15) / 16 * 8;
+    for (size_t a0 = 0; a0 < half; a0 += 8) {
+        size_t b0 = half + a0;
+        size_t na = a0 < j->tokens ? (j->tokens - a0 < 8 ? j->tokens - a0 : 8) : 0;
+        size_t nb = b0 < j->tokens ? (j->tokens - b0 < 8 ? j->tokens - b0 : 8) : 0;
+        for (size_t i = 0; i < na; i++) {
+            size_t t = a0 + i, u = b0 + i;
+            const uint16_t *row = token_row(cb, t), *row1 = i < nb ? token_row(cb, u) : row;
+            /* the rows A2_AHEAD tokens on in each half (or this one, past
+             * the end): each kv head's piece before that kv head's sums */
             size_t ta = t + A2_AHEAD < j->tokens ? t + A2_AHEAD : t;
-            size_t ta1 = t + 1 + A2_AHEAD < j->tokens ? t + 1 + A2_AHEAD : t;
+            size_t ua = u + A2_AHEAD < j->tokens ? u + A2_AHEAD : ta;
             const char *pa = (const char *)token_row(cb, ta),
-                       *pa1 = (const char *)token_row(cb, ta1);
+                       *pa1 = (const char *)token_row(cb, ua);
             for (size_t g = 0; g < cb->kv_heads; g++) {
                 for (size_t off = 0; off < d * 2; off += 64) {
-                    _mm_prefetch(pa + g * d * 2 + off, _MM_HINT_T0);
-                    _mm_prefetch(pa1 + g * d * 2 + off, _MM_HINT_T0);
+                    _mm_prefetch(pa + g * d * 2 + off, _MM_HINT_T1);
+                    _mm_prefetch(pa1 + g * d * 2 + off, _MM_HINT_T1);
                 }
                 const uint16_t *k = row + g * d, *k1 = row1 + g * d;
                 for (size_t h0 = g * j->group; h0 < (g + 1) * j->group; h0 += A2_QK_MAXH) {
@@ -230,16 +235,21 @@ KERN_AVX2_TARGET A2_INLINE bool qk_run(const chunk_job *j, size_t d)
             }
         }
         for (size_t h = 0; h < heads; h++) { /* 8 tokens' sums at once, stored in a row */
-            __m256 s = _mm256_mul_ps(scale, hsum8(ps + h * A2_QK_TB * 8));
-            float *dst = j->scores + h * j->ctok + t0;
-            if (nt == A2_QK_TB) {
-                _mm256_storeu_ps(dst, s);
-                continue;
+            for (int side = 0; side < 2; side++) {
+                size_t n = side ? nb : na, first = side ? b0 : a0;
+                if (n == 0)
+                    continue;
+                __m256 s = _mm256_mul_ps(scale, hsum8(ps + (h * A2_QK_TB + 8 * (size_t)side) * 8));
+                float *dst = j->scores + h * j->ctok + first;
+                if (n == 8) {
+                    _mm256_storeu_ps(dst, s);
+                    continue;
+                }
+                float tmp[8] __attribute__((aligned(32)));
+                _mm256_store_ps(tmp, s);
+                for (size_t i = 0; i < n; i++)
+                    dst[i] = tmp[i];
             }
-            float tmp[8] __attribute__((aligned(32)));
-            _mm256_store_ps(tmp, s);
-            for (size_t i = 0; i < nt; i++)
-                dst[i] = tmp[i];
         }
     }
     return true;

@@ -222,7 +222,8 @@ TEST(attention_paths_agree_with_a_double_reference)
      * (it leaves them to the portable loop) */
     static const attn_shape shapes[] = {{8, 5, 128, 128, 437, 512}, {1, 9, 48, 8, 37, 40},
                                         {3, 1, 16, 16, 16, 16},     {2, 2, 20, 4, 7, 8},
-                                        {2, 3, 24, 8, 13, 16},      {16, 5, 128, 16, 21, 32}};
+                                        {2, 3, 24, 8, 13, 16},      {16, 5, 128, 16, 21, 32},
+                                        {2, 5, 128, 16, 1, 16},     {8, 5, 128, 128, 24, 128}};
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const attn_shape *sh = &shapes[si];
         size_t hc = sh->kv_heads * sh->group, nb = (sh->tokens + sh->block - 1) / sh->block;
