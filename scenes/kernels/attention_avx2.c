@@ -6,33 +6,43 @@
  *   QK: two tokens at a time, each kv head's two rows against up to 5 heads
  *       of its group, 8 dims at a time in order (each row widened with
  *       vpmovzxwd + shift): one q vector loaded serves both tokens' FMAs,
- *       10 accumulators.  The two tokens come one from each half of the
- *       chunk, so that each half's rows are read in order: the hardware
- *       prefetchers follow two such streams, where two adjacent tokens'
- *       rows (two halves of one 4 KiB page, read in turn) they did not.  In
- *       a 1-layer qwen3_decode step (preset=real, --device sim:cores=2, host
- *       X, Intel, 2026-12-03) QK's tasks took 10.0-10.5 ms against 14.6-15.3
- *       with adjacent tokens; with no software prefetch at all, in a
- *       one-thread harness, K came at 8.6-9.9 GB/s against 6.7-7.0.  On host X (Intel, 2026-12-03)
- * that took QK from 0.48 to 0.52 of the FMA ceiling with K in cache, against one token at a time
- * with even and odd dims split (one q load per FMA); q is laid out per pass and read through one
- * pointer with constant offsets.  The 8 partial sums of a (head, token) go to a stack tile and are
- * reduced 8 tokens of a half at a time (one hadd tree makes 8 scores, stored as one row piece), not
- * one hadd tree per dot product with scattered stores: on host X (2026-12-02) that reduction and
- * its latency cost a third of QK. PV: a block of A2_TB tokens at a time: per slab of 16 dims, up to
- * 5 heads accumulate in 10 registers over the block's tokens, in token order as the portable loop
- * adds.  A row is read 16 bf16 (one 32-byte load) at a time and split without a shuffle: a 32-bit
- * lane holds two bf16, so (lane << 16) is the even one as f32 and (lane & 0xffff0000) the odd one;
- * part is laid out to match (per 16 dims, the 8 even then the 8 odd; a tail of 8 dims stays in
- * order and is widened as 8) and goes back to dims in order at the end.  The token loop is unrolled
- * 4 times (1.12x with V in cache on host X, 2026-12-03). QK takes D = 128 (Qwen3's head size)
- * through its own instance, whose loops' bounds are constants: on host X (2026-12-03) QK with K in
- * L2 went from 0.57-0.61 to 0.60-0.67 of the FMA ceiling on one thread, and from DRAM on two
- * from 36.3-37.8 to 38.2-39.3 GB/s (K and V's bytes, as decode_bandwidth counts them). Prefetch:
- * QK's rows A2_AHEAD tokens on in each half (into L2, 3-4% faster than into L1 with the halves; 3
- * tokens on measured better than 2 or 4 on host X, 8 slower), each kv head's piece of both rows
- * before that kv head's sums, and PV's next A2_TB tokens (into L2, those in the same cache block as
- * the first: their rows are contiguous), a few lines between every pass rather than at once: a
+ *       10 accumulators.  On host X (Intel, 2026-12-03) that took QK from
+ *       0.48 to 0.52 of the FMA ceiling with K in cache, against one token
+ *       at a time with even and odd dims split (one q load per FMA); q is
+ *       laid out per pass and read through one pointer with constant
+ *       offsets.  The two tokens come one from each half of the chunk, so
+ *       that each half's rows are read in order: the hardware prefetchers
+ *       follow two such streams, where two adjacent tokens' rows (the two
+ *       halves of one 4 KiB page, read in turn) they did not.  In a 1-layer
+ *       qwen3_decode step (preset=real, --device sim:cores=2, host X,
+ *       2026-12-03) QK's tasks took 9.8-10.5 ms against 14.6-15.3 with
+ *       adjacent tokens; with no software prefetch at all, in a one-thread
+ *       harness, K came at 8.6-9.9 GB/s against 6.7-7.0.  The 8 partial sums
+ *       of a (head, token) go to a stack tile and are reduced 8 tokens of a
+ *       half at a time (one hadd tree makes 8 scores, stored as one row
+ *       piece), not one hadd tree per dot product with scattered stores: on
+ *       host X (2026-12-02) that reduction and its latency cost a third of
+ *       QK.
+ *   PV: a block of A2_TB tokens at a time: per slab of 16 dims, up to 5
+ *       heads accumulate in 10 registers over the block's tokens, in token
+ *       order as the portable loop adds.  A row is read 16 bf16 (one 32-byte
+ *       load) at a time and split without a shuffle: a 32-bit lane holds two
+ *       bf16, so (lane << 16) is the even one as f32 and (lane & 0xffff0000)
+ *       the odd one; part is laid out to match (per 16 dims, the 8 even then
+ *       the 8 odd; a tail of 8 dims stays in order and is widened as 8) and
+ *       goes back to dims in order at the end.  The token loop is unrolled 4
+ *       times (1.12x with V in cache on host X, 2026-12-03).
+ *   QK takes D = 128 (Qwen3's head size) through its own instance, whose
+ *       loops' bounds are constants: on host X (2026-12-03) QK with K in L2
+ *       went from 0.57-0.61 to 0.60-0.67 of the FMA ceiling on one thread,
+ *       and from DRAM on two from 36.3-37.8 to 38.2-39.3 GB/s (K and V's
+ *       bytes, as decode_bandwidth counts them).
+ *   Prefetch: QK's rows A2_AHEAD tokens on in each half (into L2: 3-4%
+ *       faster than into L1 with the halves; 3 tokens on measured better
+ *       than 2 or 4 on host X, 8 slower), each kv head's piece of both rows
+ *       before that kv head's sums, and PV's next A2_TB tokens (into L2,
+ *       those in the same cache block as the first: their rows are
+ *       contiguous), a few lines between every pass rather than at once: a
  *       burst of 32 prefetches waits on the L1's fill buffers, and with
  *       them K and V came at ~8 GB/s a thread against ~12 spread out.
  *   softmax: the portable arithmetic lane for lane (16 lanes as two
@@ -149,7 +159,7 @@ KERN_AVX2_TARGET static void permute16(float *x, size_t n, size_t d)
 }
 
 /* The 8 partial sums of q[h] . k0 into ps + h * 8 * A2_QK_TB, and of q[h] .
- * k1 64 floats on (the other half's slot), for the pass's nh heads: two
+ * k1 8 slots on (the other half's), for the pass's nh heads: two
  * tokens at once, so that each q vector loaded serves two FMAs (10
  * accumulators). */
 KERN_AVX2_TARGET A2_INLINE void qk_heads(const float *q, const uint16_t *k0, const uint16_t *k1,
@@ -172,7 +182,7 @@ KERN_AVX2_TARGET A2_INLINE void qk_heads(const float *q, const uint16_t *k0, con
 #pragma GCC unroll 5
     for (int h = 0; h < nh; h++) {
         _mm256_store_ps(ps + (size_t)h * 8 * A2_QK_TB, a[h]);
-        _mm256_store_ps(ps + (size_t)h * 8 * A2_QK_TB + 64, b[h]);
+        _mm256_store_ps(ps + (size_t)h * 8 * A2_QK_TB + 8 * (A2_QK_TB / 2), b[h]);
     }
 }
 
