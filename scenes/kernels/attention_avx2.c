@@ -15,7 +15,7 @@
  *       follow two such streams, where two adjacent tokens' rows (the two
  *       halves of one 4 KiB page, read in turn) they did not.  In a 1-layer
  *       qwen3_decode step (preset=real, --device sim:cores=2, host X,
- *       2026-12-03) QK's tasks took 9.8-10.5 ms against 14.6-15.3 with
+ *       2026-12-03) QK's tasks took 9.8-10.5 ms against 14.6-15.1 with
  *       adjacent tokens; with no software prefetch at all, in a one-thread
  *       harness, K came at 8.6-9.9 GB/s against 6.7-7.0.  The 8 partial sums
  *       of a (head, token) go to a stack tile and are reduced 8 tokens of a
