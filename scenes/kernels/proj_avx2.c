@@ -6,196 +6,182 @@
  * half: vpunpck{l,h}wd with zero) and multiplied in f32 FMAs: 16 rows cost 16
  * multiply-adds per weight, two 8-lane FMAs per cycle make ~2 weight bytes
  * per cycle per core, so this path is bound by the FMA pipes, not memory.
- * Its shape serves that:
+ * Everything else in the loop costs only where it takes the FMAs' issue
+ * slots, and bench/fma_mix measures which instructions do: on AMD Zen 3 a
+ * 256-bit store takes 2 FMA slots, vhaddps 1.3, vpmovzxwd 1.3, while
+ * vpunpcklwd, a load from L1 and vaddps take none.  The kernel's shape:
  *
+ *   - a chunk of weight rows goes in K blocks of P2_KBLOCK (1024) columns,
+ *     and each K block in sub-blocks of P2_SUB (48) rows: the sub-block's
+ *     piece (48 x 2 KiB) stays in L2 while 4 passes read it;
+ *   - a pass takes 4 of the 16 x rows (a quad) against every group of 3
+ *     weight rows of the sub-block: 12 ymm accumulators, 3 weight vectors
+ *     and one register that is first a zero and then x fill the 16
+ *     registers.  Each 16 columns of a row are widened in the pass that
+ *     uses them (one vpunpcklwd and one vpunpckhwd against a fresh zero,
+ *     from L1 or L2), never stored: on Zen 3 the old first pass, which
+ *     stored the widened rows for three passes to read back, ran at 0.75 of
+ *     the FMA rate against 0.99 for a pass that widens again (fma_mix);
  *   - x (16 rows, rounded to bf16 and widened back: exactly what the other
- *     paths multiply) is f32 in blocks of P2_KBLOCK columns, 16 KiB, in L1,
- *     each 16 columns in the order the widening leaves the weights (P2_POS);
- *   - weight rows go 3 at a time and x rows 4 at a time: 12 ymm
- *     accumulators, 3 weight vectors and one x vector fill the 16
- *     registers; a step of 8 columns is 12 FMAs, and 4 such passes cover
- *     the 16 rows;
- *   - the first pass widens the group's block as it goes (each step widens
- *     its 3 weight vectors in registers and stores them to 3 KiB of f32
- *     scratch, in L1), the other 3 read the scratch (3 + 4 loads per 12
- *     FMAs).  Widening in a phase of its own before the passes left the FMA
- *     pipes idle while it ran: with it inside the first pass, where the
- *     out-of-order core overlaps it with FMAs, one thread went from 0.73 to
- *     0.78 of the FMA ceiling on host X with the weights in cache (Intel,
- *     2026-12-03), and the 2-thread benchmark from 0.66-0.72 to 0.69-0.77;
- *   - the widening is one vpunpcklwd or vpunpckhwd of 16 weights with a
- *     zero register, a shuffle, where vpmovzxwd + vpslld spent a shift on
- *     the FMA ports (0.75 of the FMA ceiling in a first-pass loop alone on
- *     host X against 0.81 for the unpack); the zero is made anew (vpxor, a
- *     zero idiom, no port) before each 3 widenings, in the register x takes
- *     after them, so 12 accumulators, 3 weights and x still fit 16;
- *   - the first pass also prefetches the group 4 ahead into L2, a line of
- *     each row per 32 columns (rows are read in pieces ldw apart;
- *     P2_PFAHEAD says why 4);
- *   - a pass's 12 sums go through hadd trees (4 vectors -> 4 sums) into
- *     acc[row][16], which goes to y once per chunk.
+ *     paths multiply) is laid out per quad and 8 columns, the quad's 4 rows
+ *     side by side ([quad][K / 8][4][8], 64 KiB; a quad's 16 KiB in L1 for a
+ *     pass), each 16 columns in the order the unpacks leave the weights
+ *     (P2_POS).  With the 4 rows 4 KiB apart instead, the same loop ran at
+ *     0.50-0.55 of the FMA rate on Zen 3, all in L1 (0.83-0.97 side by
+ *     side);
+ *   - a pass's loop over the block is one asm statement, so that its 12
+ *     sums stay in registers (GCC spilled two and moved the others between
+ *     registers), and the first pass over a sub-block prefetches the group
+ *     2 ahead, a line of each row per 32 columns;
+ *   - a pass's 12 sums go through a tree of unpacks and adds (not vhaddps)
+ *     into acc[row][16], which goes to y once per chunk.
+ *
+ * On host Z3 (AMD EPYC, Zen 3, 2026-12-07) this took the kernel from
+ * 0.73-0.77 to 0.79-0.85 of the FMA ceiling, one process, alternating.
  *
  * The sums are f32 FMAs in another order than the portable path's: tests
  * compare both with a double reference, within the same stated bound.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "paths.h"
 
 #if KERN_HAVE_X86
-#define P2_INLINE  __attribute__((always_inline)) static inline
-#define P2_ROWS    16
-#define P2_KBLOCK  256              /* 16 rows x 256 f32 = 16 KiB */
-#define P2_XSTRIDE (P2_KBLOCK + 16) /* floats: rows not 1 KiB apart (L1 sets) */
-#define P2_WROWS   3
-#define P2_XR      4 /* x rows per pass */
-/* Groups between the one computed and the one prefetched, into L2: a
- * group's rows are 3 pieces of 512 bytes 10-35 KiB apart, which the
- * hardware prefetchers do not follow, and from DRAM (a weight matrix does
- * not stay in cache between decode steps) 2 groups ahead into L1 left the
- * FMAs waiting: 0.60 of the FMA ceiling on host X (Intel, 2026-12-02)
- * against 0.72 at 4 into L2, 0.35 with no prefetch.  Past the block's last
- * group the next block's first groups are prefetched. */
-#define P2_PFAHEAD 4
-#define P2_CHUNK   512
-/* Where column c of a 16-column piece sits in x and in the scratch: the
- * unpacks leave a piece's columns 0-3 and 8-11 in one vector (lanes 0-7),
- * 4-7 and 12-15 in the other (lanes 8-15). */
+#define P2_INLINE __attribute__((always_inline)) static inline
+#define P2_ROWS   16
+#define P2_KBLOCK 1024 /* columns: a quad of x is 16 KiB (512 and 2048 measured slower) */
+#define P2_SUB    48   /* weight rows a K block's passes share: 96 KiB, in L2 */
+#define P2_WROWS  3
+#define P2_XR     4 /* x rows per pass: a quad */
+#define P2_CHUNK  512
+/* Where column c of a 16-column piece sits in x: the unpacks leave a
+ * piece's columns 0-3 and 8-11 in one vector (lanes 0-7), 4-7 and 12-15 in
+ * the other (lanes 8-15). */
 #define P2_POS(c) ((c) < 4 ? (c) : (c) < 8 ? (c) + 4 : (c) < 12 ? (c)-4 : (c))
 
-typedef struct p2_block {
-    const float *xf; /* [P2_ROWS][P2_XSTRIDE], zero past kb and nrows */
-    size_t nrows, kb;
-    const uint16_t *w;
-    size_t n, ldw;
-    const uint16_t *wnext; /* the next block's weights (NULL: none): prefetched */
-    float *acc;            /* [n][P2_ROWS] */
-} p2_block;
+/* x row r of the quad at 8-column block xb (bytes: 128 a block) times the
+ * 3 widened weight vectors (ymm12-14) into sums a0..a2. */
+#define P2_XROW(xb, r, a0, a1, a2)                                                                 \
+    "vmovaps " #xb "+" #r "(%[x]), %%ymm15\n\t"                                                    \
+    "vfmadd231ps %%ymm12, %%ymm15, %[" #a0 "]\n\t"                                                 \
+    "vfmadd231ps %%ymm13, %%ymm15, %[" #a1 "]\n\t"                                                 \
+    "vfmadd231ps %%ymm14, %%ymm15, %[" #a2 "]\n\t"
+/* Row w's 16 bf16 at byte wo, one half widened against the zero in ymm15,
+ * into ymm`reg`. */
+#define P2_UNPACK(unpack, wo, w, reg) unpack " " #wo "(%[" #w "]), %%ymm15, %%ymm" #reg "\n\t"
+/* 8 columns: the 3 rows' low (vpunpcklwd) or high half widened against a
+ * zero made in ymm15 (vpxor: a zero idiom, no port), then the quad's 4 rows
+ * at xb. */
+#define P2_HALF(unpack, wo, xb)                                                                    \
+    "vpxor %%xmm15, %%xmm15, %%xmm15\n\t" P2_UNPACK(unpack, wo, w0, 12)                            \
+        P2_UNPACK(unpack, wo, w1, 13) P2_UNPACK(unpack, wo, w2, 14) P2_XROW(xb, 0, a00, a10, a20)  \
+            P2_XROW(xb, 32, a01, a11, a21) P2_XROW(xb, 64, a02, a12, a22)                          \
+                P2_XROW(xb, 96, a03, a13, a23)
+/* 32 columns, with a line of each row prefetched pf bytes on, then the
+ * pointers to the next 32. */
+#define P2_PREFETCH(w) "prefetcht1 (%[" #w "], %[pf])\n\t"
+#define P2_BODY                                                                                    \
+    "" P2_PREFETCH(w0) P2_PREFETCH(w1) P2_PREFETCH(w2) P2_HALF("vpunpcklwd", 0, 0)                 \
+        P2_HALF("vpunpckhwd", 0, 128) P2_HALF("vpunpcklwd", 32, 256)                               \
+            P2_HALF("vpunpckhwd", 32, 384)
+#define P2_NEXT "add $64, %[w0]\n\tadd $64, %[w1]\n\tadd $64, %[w2]\n\tadd $512, %[x]\n\t"
+#define P2_SUMS(c)                                                                                 \
+    [a00] c(a[0][0]), [a01] c(a[0][1]), [a02] c(a[0][2]), [a03] c(a[0][3]), [a10] c(a[1][0]),      \
+        [a11] c(a[1][1]), [a12] c(a[1][2]), [a13] c(a[1][3]), [a20] c(a[2][0]), [a21] c(a[2][1]),  \
+        [a22] c(a[2][2]), [a23] c(a[2][3])
+#define P2_IN_OUT(v) "+x"(v)
+#define P2_OUT(v)    "=&x"(v)
+#define P2_ZERO(r)   "vxorps %x[" #r "], %x[" #r "], %x[" #r "]\n\t"
+#define P2_ZEROS                                                                                   \
+    "" P2_ZERO(a00) P2_ZERO(a01) P2_ZERO(a02) P2_ZERO(a03) P2_ZERO(a10) P2_ZERO(a11) P2_ZERO(a12)  \
+        P2_ZERO(a13) P2_ZERO(a20) P2_ZERO(a21) P2_ZERO(a22) P2_ZERO(a23)
 
-/* The part of the group's rows past the block's last multiple of 16
- * columns, widened into wf in P2_POS order (zero up to the next multiple
- * of 16): w is not read past kb. */
-KERN_AVX2_TARGET P2_INLINE void widen_tail(const p2_block *b, const uint16_t *const *wr, float *wf)
+/* a += the 3 rows' 16 columns at r0.. times the quad's x at x0 (the 16
+ * columns' 4 x 16 floats). */
+KERN_AVX2_TARGET P2_INLINE void p2_step(__m256 a[P2_WROWS][P2_XR], const uint16_t *r0,
+                                        const uint16_t *r1, const uint16_t *r2, const float *x0)
 {
-    size_t kk = b->kb / 16 * 16, len = b->kb - kk;
-    for (int i = 0; i < P2_WROWS; i++) {
-        uint16_t tail[16] = {0};
-        memcpy(tail, wr[i] + kk, len * sizeof(uint16_t));
-        for (int c = 0; c < 16; c++)
-            wf[(size_t)i * P2_KBLOCK + kk + P2_POS(c)] = kern_bf16_to_f32(tail[c]);
-    }
+    __asm__(P2_HALF("vpunpcklwd", 0, 0) P2_HALF("vpunpckhwd", 0, 128)
+            : P2_SUMS(P2_IN_OUT)
+            : [w0] "r"(r0), [w1] "r"(r1), [w2] "r"(r2), [x] "r"(x0)
+            : "xmm12", "xmm13", "xmm14", "xmm15", "memory");
 }
 
-/* a[i][r] += wv[i] * x row r, columns [kk, kk + 8). */
-KERN_AVX2_TARGET P2_INLINE void p2_fma(__m256 a[P2_WROWS][P2_XR], const __m256 *wv, const float *x0,
-                                       size_t kk)
+/* a = the same over n32 x 32 columns (n32 > 0), prefetching a line at r0 +
+ * pf, r1 + pf and r2 + pf each 32 columns: one asm statement, so that the
+ * 12 sums stay in registers. */
+KERN_AVX2_TARGET P2_INLINE void p2_run(__m256 a[P2_WROWS][P2_XR], const uint16_t *r0,
+                                       const uint16_t *r1, const uint16_t *r2, const float *x0,
+                                       size_t n32, ptrdiff_t pf)
 {
-#pragma GCC unroll 4
-    for (int r = 0; r < P2_XR; r++) {
-        __m256 xv = _mm256_load_ps(x0 + (size_t)r * P2_XSTRIDE + kk);
-#pragma GCC unroll 3
-        for (int i = 0; i < P2_WROWS; i++)
-            a[i][r] = _mm256_fmadd_ps(wv[i], xv, a[i][r]);
-    }
+    __asm__(
+        P2_ZEROS ".p2align 6\n\t1:\n\t" P2_BODY P2_NEXT "dec %[n]\n\tjnz 1b\n\t"
+        : P2_SUMS(P2_OUT), [w0] "+r"(r0), [w1] "+r"(r1), [w2] "+r"(r2), [x] "+r"(x0), [n] "+r"(n32)
+        : [pf] "r"(pf)
+        : "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory");
 }
 
-/* wv[i] = the group's row i, widened: of the 16 columns at s, the low
- * vector's 8 (hi 0: columns 0-3 and 8-11) or the high one's; kept in wf at
- * s + 8 hi for the later passes. */
-KERN_AVX2_TARGET P2_INLINE void p2_widen(const uint16_t *const *wr, float *wf, size_t s, int hi,
-                                         __m256 *wv)
+/* The sums of a, b, c and d's lanes: unpacks and adds (on Zen 3 a vhaddps
+ * takes 1.3 FMA slots, these none). */
+KERN_AVX2_TARGET P2_INLINE __m128 p2_hsum4(__m256 a, __m256 b, __m256 c, __m256 d)
 {
-    __m256i z;
-    /* volatile: a zero of its own each time (see the top of the file) */
-    __asm__ volatile("vpxor %x0, %x0, %x0" : "=x"(z));
-#pragma GCC unroll 3
-    for (int i = 0; i < P2_WROWS; i++) {
-        __m256i v = _mm256_loadu_si256((const __m256i *)(wr[i] + s));
-        wv[i] = _mm256_castsi256_ps(hi ? _mm256_unpackhi_epi16(z, v) : _mm256_unpacklo_epi16(z, v));
-        _mm256_store_ps(wf + (size_t)i * P2_KBLOCK + s + 8 * (size_t)hi, wv[i]);
-    }
+    __m256 ab = _mm256_add_ps(_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b));
+    __m256 cd = _mm256_add_ps(_mm256_unpacklo_ps(c, d), _mm256_unpackhi_ps(c, d));
+    __m256 s = _mm256_add_ps(_mm256_shuffle_ps(ab, cd, 0x44), _mm256_shuffle_ps(ab, cd, 0xee));
+    return _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
 }
 
-/* The 16 columns at s, widened and multiplied. */
-KERN_AVX2_TARGET P2_INLINE void p2_widen_fma(__m256 a[P2_WROWS][P2_XR], const uint16_t *const *wr,
-                                             float *wf, const float *x0, size_t s)
-{
-    __m256 wv[P2_WROWS];
-    p2_widen(wr, wf, s, 0, wv);
-    p2_fma(a, wv, x0, s);
-    p2_widen(wr, wf, s, 1, wv);
-    p2_fma(a, wv, x0, s + 8);
-}
+/* One K block of a sub-block of weight rows. */
+typedef struct p2_sub {
+    const float *xf; /* [P2_ROWS / P2_XR][P2_KBLOCK / 8][P2_XR][8], zero past kb and nrows */
+    size_t kb;
+    const uint16_t *w; /* the sub-block's first row at the K block */
+    size_t n, ldw;     /* its rows (<= P2_SUB) */
+    float *acc;        /* [n][P2_ROWS] */
+} p2_sub;
 
-/* acc[j + i][4p .. 4p + 4) += x rows 4p.. . the group's weight rows, over
- * the block (x is zero past kb, and so is wf up to a multiple of 16).  Pass 0
- * (wr set) widens the rows in registers as it goes and keeps them in wf for
- * the other passes, prefetching the group at `ahead` a line of each row per
- * 32 columns; the others read wf. */
-KERN_AVX2_TARGET P2_INLINE void p2_pass(const p2_block *b, float *wf, size_t j, int p,
-                                        const uint16_t *const *wr, const char *ahead)
+/* acc[j][4p .. 4p + 4) += x's quad p . weight row j over the block, for each
+ * of the sub-block's rows, quad after quad.  Rows past n in the last group
+ * repeat its first; their sums are dropped.  The last kb % 16 columns come
+ * from a zero-padded copy, so w is not read past kb. */
+KERN_AVX2_TARGET static void p2_sub_run(const p2_sub *b, int passes)
 {
-    __m256 a[P2_WROWS][P2_XR], wv[P2_WROWS];
-#pragma GCC unroll 3
-    for (int i = 0; i < P2_WROWS; i++) {
-#pragma GCC unroll 4
-        for (int r = 0; r < P2_XR; r++)
-            a[i][r] = _mm256_setzero_ps();
+    uint16_t tail[P2_SUB][16] __attribute__((aligned(32)));
+    size_t kfull = b->kb / 16 * 16, len = b->kb - kfull, k32 = kfull / 32 * 32;
+    if (len != 0) {
+        memset(tail, 0, sizeof tail);
+        for (size_t i = 0; i < b->n; i++)
+            memcpy(tail[i], b->w + i * b->ldw + kfull, len * sizeof(uint16_t));
     }
-    const float *x0 = b->xf + (size_t)(P2_XR * p) * P2_XSTRIDE;
-    size_t kk = 0;
-    if (wr != NULL) {
-        /* no group ahead: the prefetches touch this group's first row */
-        size_t kfull = b->kb / 16 * 16, ld2 = ahead != NULL ? b->ldw * 2 : 0;
-        if (ahead == NULL)
-            ahead = (const char *)wr[0];
-        for (; kk + 32 <= kfull; kk += 32) {
-#pragma GCC unroll 3
-            for (int i = 0; i < P2_WROWS; i++)
-                _mm_prefetch(ahead + (size_t)i * ld2 + 2 * kk, _MM_HINT_T1);
-            p2_widen_fma(a, wr, wf, x0, kk);
-            p2_widen_fma(a, wr, wf, x0, kk + 16);
+    /* the first pass reads the rows from memory: the group 2 ahead is
+     * prefetched (past the sub-block: the next one's, contiguous) */
+    ptrdiff_t pf = (ptrdiff_t)(2 * P2_WROWS * b->ldw * sizeof(uint16_t));
+    for (int p = 0; p < passes; p++) {
+        const float *x0 = b->xf + (size_t)p * P2_KBLOCK * P2_XR;
+        for (size_t j = 0; j < b->n; j += P2_WROWS) {
+            size_t i1 = j + 1 < b->n ? j + 1 : j, i2 = j + 2 < b->n ? j + 2 : j;
+            const uint16_t *r0 = b->w + j * b->ldw, *r1 = b->w + i1 * b->ldw,
+                           *r2 = b->w + i2 * b->ldw;
+            __m256 a[P2_WROWS][P2_XR];
+            if (k32 != 0) {
+                p2_run(a, r0, r1, r2, x0, k32 / 32, p == 0 ? pf : 0);
+            } else {
+                for (int i = 0; i < P2_WROWS; i++) {
+                    for (int r = 0; r < P2_XR; r++)
+                        a[i][r] = _mm256_setzero_ps();
+                }
+            }
+            if (k32 < kfull)
+                p2_step(a, r0 + k32, r1 + k32, r2 + k32, x0 + P2_XR * k32);
+            if (len != 0)
+                p2_step(a, tail[j], tail[i1], tail[i2], x0 + P2_XR * kfull);
+            for (int i = 0; i < P2_WROWS && j + (size_t)i < b->n; i++) {
+                float *dst = b->acc + (j + (size_t)i) * P2_ROWS + P2_XR * (size_t)p;
+                _mm_storeu_ps(dst, _mm_add_ps(_mm_loadu_ps(dst),
+                                              p2_hsum4(a[i][0], a[i][1], a[i][2], a[i][3])));
+            }
         }
-        if (kk < kfull) {
-            p2_widen_fma(a, wr, wf, x0, kk);
-            kk += 16;
-        }
-    }
-    size_t kend = (b->kb + 15) / 16 * 16;
-#pragma GCC unroll 4
-    for (; kk < kend; kk += 8) {
-#pragma GCC unroll 3
-        for (int i = 0; i < P2_WROWS; i++)
-            wv[i] = _mm256_load_ps(wf + (size_t)i * P2_KBLOCK + kk);
-        p2_fma(a, wv, x0, kk);
-    }
-#pragma GCC unroll 3
-    for (int i = 0; i < P2_WROWS; i++) {
-        if (j + (size_t)i >= b->n)
-            break;
-        float *dst = b->acc + (j + (size_t)i) * P2_ROWS + P2_XR * (size_t)p;
-        _mm_storeu_ps(
-            dst, _mm_add_ps(_mm_loadu_ps(dst), kern_hsum4(a[i][0], a[i][1], a[i][2], a[i][3])));
-    }
-}
-
-KERN_AVX2_TARGET static void p2_block_run(const p2_block *b)
-{
-    float wf[P2_WROWS * P2_KBLOCK] __attribute__((aligned(32)));
-    int passes = (int)((b->nrows + P2_XR - 1) / P2_XR); /* passes of padding rows only: skipped */
-    for (size_t j = 0; j < b->n; j += P2_WROWS) {
-        const uint16_t *wr[P2_WROWS];
-        for (int i = 0; i < P2_WROWS; i++) /* rows past n repeat row j; their sums are dropped */
-            wr[i] = b->w + (j + (size_t)i < b->n ? j + (size_t)i : j) * b->ldw;
-        size_t groups = (b->n + P2_WROWS - 1) / P2_WROWS, next = j / P2_WROWS + P2_PFAHEAD;
-        const uint16_t *ahead = next < groups      ? b->w + next * P2_WROWS * b->ldw
-                                : b->wnext != NULL ? b->wnext + (next - groups) * P2_WROWS * b->ldw
-                                                   : NULL;
-        if (b->kb % 16 != 0)
-            widen_tail(b, wr, wf);
-        p2_pass(b, wf, j, 0, wr, (const char *)ahead);
-        for (int p = 1; p < passes; p++)
-            p2_pass(b, wf, j, p, NULL, NULL);
     }
 }
 
@@ -232,31 +218,37 @@ KERN_AVX2_TARGET static void order_row(float *row, size_t kpad)
     }
 }
 
-/* x rows [r0, r0 + nrows), columns [k0, k0 + kb), rounded, into xf (zero
- * padded to P2_ROWS rows and to a multiple of 16 columns, in P2_POS
- * order). */
+/* x rows [r0, r0 + nrows), columns [k0, k0 + kb), rounded, into xf: per
+ * quad and 8 columns the quad's 4 rows side by side, zero padded to 16 rows
+ * and to a multiple of 16 columns, each 16 columns in P2_POS order. */
 KERN_AVX2_TARGET static void load_xf(const kern_mat *x, size_t r0, size_t nrows, size_t k0,
                                      size_t kb, float *xf)
 {
     size_t kpad = (kb + 15) / 16 * 16;
-    memset(xf + nrows * P2_XSTRIDE, 0, (P2_ROWS - nrows) * P2_XSTRIDE * sizeof(float));
-    for (size_t r = 0; r < nrows; r++) {
-        float *dst = xf + r * P2_XSTRIDE;
-        memset(dst + kb, 0, (kpad - kb) * sizeof(float));
-        if (x->dtype != HG_F32 || x->s_col != 1) {
-            kern_mat_get_span(x, r0 + r, k0, kb, dst);
-            round_row(dst, kb, dst);
+    float row[P2_KBLOCK] __attribute__((aligned(32)));
+    for (size_t r = 0; r < P2_ROWS; r++) {
+        if (r >= nrows) {
+            memset(row, 0, kpad * sizeof(float));
         } else {
-            for (size_t i = 0; i < kb;) { /* one tile's piece of the row at a time */
-                size_t c = k0 + i, off = c % x->tcols;
-                size_t len = kb - i < x->tcols - off ? kb - i : x->tcols - off;
-                round_row((const float *)x->data + (c / x->tcols) * x->s_tile +
-                              (r0 + r) * x->s_row + off,
-                          len, dst + i);
-                i += len;
+            memset(row + kb, 0, (kpad - kb) * sizeof(float));
+            if (x->dtype != HG_F32 || x->s_col != 1) {
+                kern_mat_get_span(x, r0 + r, k0, kb, row);
+                round_row(row, kb, row);
+            } else {
+                for (size_t i = 0; i < kb;) { /* one tile's piece of the row at a time */
+                    size_t c = k0 + i, off = c % x->tcols;
+                    size_t len = kb - i < x->tcols - off ? kb - i : x->tcols - off;
+                    round_row((const float *)x->data + (c / x->tcols) * x->s_tile +
+                                  (r0 + r) * x->s_row + off,
+                              len, row + i);
+                    i += len;
+                }
             }
+            order_row(row, kpad);
         }
-        order_row(dst, kpad);
+        float *q = xf + r / P2_XR * P2_KBLOCK * P2_XR + r % P2_XR * 8;
+        for (size_t c = 0; c < kpad; c += 8)
+            _mm256_store_ps(q + c * P2_XR, _mm256_load_ps(row + c));
     }
 }
 
@@ -264,14 +256,22 @@ KERN_AVX2_TARGET void kern_proj_chunk_avx2(const kern_mat *x, size_t r0, size_t 
                                            const uint16_t *w, size_t n, size_t k, size_t ldw,
                                            float *y, size_t ldy)
 {
-    float xf[P2_ROWS * P2_XSTRIDE] __attribute__((aligned(32)));
+    float xf[P2_ROWS * P2_KBLOCK] __attribute__((aligned(32)));
     float acc[P2_CHUNK * P2_ROWS] __attribute__((aligned(32)));
+    int passes = (int)((nrows + P2_XR - 1) / P2_XR); /* passes of padding rows only: skipped */
     memset(acc, 0, n * P2_ROWS * sizeof(float));
     for (size_t k0 = 0; k0 < k; k0 += P2_KBLOCK) {
         size_t kb = k - k0 < P2_KBLOCK ? k - k0 : P2_KBLOCK;
         load_xf(x, r0, nrows, k0, kb, xf);
-        p2_block b = {xf, nrows, kb, w + k0, n, ldw, k0 + kb < k ? w + k0 + kb : NULL, acc};
-        p2_block_run(&b);
+        for (size_t j0 = 0; j0 < n; j0 += P2_SUB) {
+            p2_sub b = {xf,
+                        kb,
+                        w + j0 * ldw + k0,
+                        n - j0 < P2_SUB ? n - j0 : P2_SUB,
+                        ldw,
+                        acc + j0 * P2_ROWS};
+            p2_sub_run(&b, passes);
+        }
     }
     for (size_t r = 0; r < nrows; r++) {
         for (size_t j = 0; j < n; j++)
