@@ -30,14 +30,16 @@
  *     0.50-0.55 of the FMA rate on Zen 3, all in L1 (0.83-0.97 side by
  *     side);
  *   - a pass's loop over the block is one asm statement, so that its 12
- *     sums stay in registers (GCC spilled two and moved the others between
+ *     sums stay in registers (GCC spilled one and moved the others between
  *     registers), and the first pass over a sub-block prefetches the group
  *     2 ahead, a line of each row per 32 columns;
  *   - a pass's 12 sums go through a tree of unpacks and adds (not vhaddps)
  *     into acc[row][16], which goes to y once per chunk.
  *
- * On host Z3 (AMD EPYC, Zen 3, 2026-12-07) this took the kernel from
- * 0.73-0.77 to 0.79-0.85 of the FMA ceiling, one process, alternating.
+ * On host Z3 (AMD EPYC, Zen 3, 2026-12-07) this took one thread from
+ * 0.63-0.75 to 0.68-0.84 of the FMA ceiling with the weights in L3 (1.06-1.11x
+ * the kernel before it, side by side in one process) and two threads from
+ * DRAM 1.02-1.06x (docs/PERFORMANCE.md, "On host Z3").
  *
  * The sums are f32 FMAs in another order than the portable path's: tests
  * compare both with a double reference, within the same stated bound.
