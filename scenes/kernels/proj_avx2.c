@@ -8,8 +8,8 @@
  * per cycle per core, so this path is bound by the FMA pipes, not memory.
  * Everything else in the loop costs only where it takes the FMAs' issue
  * slots, and bench/fma_mix measures which instructions do: on AMD Zen 3 a
- * 256-bit store takes 2 FMA slots, vhaddps 1.3, vpmovzxwd 1.3, while
- * vpunpcklwd, a load from L1 and vaddps take none.  The kernel's shape:
+ * 256-bit store takes 2 FMA slots, vhaddps 1.3-2.1, vpmovzxwd 1.3, a load
+ * from L1 0.1-0.6, vpunpcklwd and vaddps next to none.  The kernel's shape:
  *
  *   - a chunk of weight rows goes in K blocks of P2_KBLOCK (1024) columns,
  *     and each K block in sub-blocks of P2_SUB (48) rows: the sub-block's
@@ -20,8 +20,9 @@
  *     registers.  Each 16 columns of a row are widened in the pass that
  *     uses them (one vpunpcklwd and one vpunpckhwd against a fresh zero,
  *     from L1 or L2), never stored: on Zen 3 the old first pass, which
- *     stored the widened rows for three passes to read back, ran at 0.75 of
- *     the FMA rate against 0.99 for a pass that widens again (fma_mix);
+ *     stored the widened rows for three passes to read back, ran at
+ *     0.74-0.76 of the FMA rate against 0.90-0.99 for a pass that widens
+ *     again (fma_mix);
  *   - x (16 rows, rounded to bf16 and widened back: exactly what the other
  *     paths multiply) is laid out per quad and 8 columns, the quad's 4 rows
  *     side by side ([quad][K / 8][4][8], 64 KiB; a quad's 16 KiB in L1 for a
@@ -125,7 +126,7 @@ KERN_AVX2_TARGET P2_INLINE void p2_run(__m256 a[P2_WROWS][P2_XR], const uint16_t
 }
 
 /* The sums of a, b, c and d's lanes: unpacks and adds (on Zen 3 a vhaddps
- * takes 1.3 FMA slots, these none). */
+ * takes 1.3-2.1 FMA slots, these next to none). */
 KERN_AVX2_TARGET P2_INLINE __m128 p2_hsum4(__m256 a, __m256 b, __m256 c, __m256 d)
 {
     __m256 ab = _mm256_add_ps(_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b));
