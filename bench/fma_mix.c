@@ -13,11 +13,14 @@
  * each rep's rate divided by the FMA-only loop's beside it; the median ratio,
  * and the FMA slots each added instruction took (12 (1 / ratio - 1) / N:
  * 0 when it hid beside the FMAs, 2 when it cost a cycle of both pipes).
- * The last rows are the AVX2 projection's loop steps (scenes/kernels/
- * proj_avx2.c), 24 FMAs each: the first pass widening 3 weight rows with
- * unpacks and storing them, and the other passes reading them back.  All
- * data is in L1: this is the CPU's core, not its memory.  A benchmark, not
- * a test.
+ * The last rows are AVX2 projection loop steps, 24 or 48 FMAs each: the
+ * kernel before 2b2b440 (a first pass widening 3 weight rows with unpacks
+ * and storing them, three passes reading them back) against a pass of
+ * scenes/kernels/proj_avx2.c's (unpacks in every pass, nothing stored), at
+ * fixed addresses, then that pass walking a 1024-column block with x's 4
+ * rows side by side, as proj_avx2.c lays them out, against x's rows 4 KiB
+ * apart.  All data is in L1: this is the CPU's core, not its memory.  A
+ * benchmark, not a test.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,12 +49,26 @@ static float buf[4096] __attribute__((aligned(64)));
 #define P_WLD(o)                                                                                   \
     "vmovaps 8192+" #o "(%0), %%ymm12\n\tvmovaps 9216+" #o "(%0), %%ymm13\n\t"                     \
     "vmovaps 10240+" #o "(%0), %%ymm14\n\t"
-#define P_UNP(u, o)                                                                                \
+#define P_UNP(u)                                                                                   \
     "vpxor %%xmm15, %%xmm15, %%xmm15\n\t" u " 12288(%0), %%ymm15, %%ymm12\n\t" u                   \
     " 12800(%0), %%ymm15, %%ymm13\n\t" u " 13312(%0), %%ymm15, %%ymm14\n\t"
 #define P_ST(o)                                                                                    \
     "vmovaps %%ymm12, 8192+" #o "(%0)\n\tvmovaps %%ymm13, 9216+" #o "(%0)\n\t"                     \
     "vmovaps %%ymm14, 10240+" #o "(%0)\n\t"
+
+/* The pass walking a block: x at %0, its 4 rows 4160 bytes apart (S_ROWS)
+ * or side by side per 8 columns (S_QUAD); 3 weight rows at %1, 10 KiB apart
+ * (a 5120-column matrix's). */
+#define S_UNP(u, wo)                                                                               \
+    "vpxor %%xmm15, %%xmm15, %%xmm15\n\t" u " " #wo "(%1), %%ymm15, %%ymm12\n\t" u " 10240+" #wo   \
+    "(%1), %%ymm15, %%ymm13\n\t" u " 20480+" #wo "(%1), %%ymm15, %%ymm14\n\t"
+#define S_ROWS(xo)                                                                                 \
+    P_F3(xo, 0, 1, 2) P_F3(4160 + xo, 3, 4, 5) P_F3(8320 + xo, 6, 7, 8) P_F3(12480 + xo, 9, 10, 11)
+#define S_QUAD(xb)                                                                                 \
+    P_F3(xb, 0, 1, 2) P_F3(32 + xb, 3, 4, 5) P_F3(64 + xb, 6, 7, 8) P_F3(96 + xb, 9, 10, 11)
+#define S_BODY(X, b0, b1, b2, b3)                                                                  \
+    S_UNP("vpunpcklwd", 0)                                                                         \
+    X(b0) S_UNP("vpunpckhwd", 0) X(b1) S_UNP("vpunpcklwd", 32) X(b2) S_UNP("vpunpckhwd", 32) X(b3)
 
 #define CLOBBERS                                                                                   \
     "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",       \
@@ -85,9 +102,28 @@ MIX_LOOP(m_store,
          12)
 MIX_LOOP(m_bcast, F12 X4("vbroadcastss 4(%0), %%ymm12\n\t"), 12)
 MIX_LOOP(m_pass, P_WLD(0) P_STEP(0) P_WLD(32) P_STEP(32), 24)
-MIX_LOOP(m_first,
-         P_UNP("vpunpcklwd", 0) P_ST(0) P_STEP(0) P_UNP("vpunpckhwd", 0) P_ST(32) P_STEP(32), 24)
-MIX_LOOP(m_rewiden, P_UNP("vpunpcklwd", 0) P_STEP(0) P_UNP("vpunpckhwd", 0) P_STEP(32), 24)
+MIX_LOOP(m_first, P_UNP("vpunpcklwd") P_ST(0) P_STEP(0) P_UNP("vpunpckhwd") P_ST(32) P_STEP(32), 24)
+MIX_LOOP(m_rewiden, P_UNP("vpunpcklwd") P_STEP(0) P_UNP("vpunpckhwd") P_STEP(32), 24)
+
+static float xs[4 * 1040] __attribute__((aligned(64)));
+static uint16_t ws[3 * 5120] __attribute__((aligned(64)));
+
+/* 32 columns an asm statement, 32 of them over the block; xstep: x's bytes
+ * a statement. */
+#define STREAM_LOOP(fn, body, xstep)                                                               \
+    __attribute__((target("avx2,fma"), noinline)) static double fn(void)                           \
+    {                                                                                              \
+        uint64_t t0 = clock_now_ns();                                                              \
+        for (long i = 0; i < ITERS / 32; i++) {                                                    \
+            for (int k = 0; k < 32; k++)                                                           \
+                __asm__ volatile(body::"r"((const char *)xs + k * (xstep)), "r"(ws + k * 32)       \
+                                 : CLOBBERS);                                                      \
+        }                                                                                          \
+        return 48.0 * (double)(ITERS / 32 * 32) / ((double)(clock_now_ns() - t0) / 1e9);           \
+    }
+
+STREAM_LOOP(m_rows, S_BODY(S_ROWS, 0, 32, 64, 96), 128)
+STREAM_LOOP(m_quad, S_BODY(S_QUAD, 0, 128, 256, 384), 512)
 
 typedef struct mix_row {
     const char *name;
@@ -124,9 +160,11 @@ int main(int argc, char **argv)
         {"vmovaps load (L1)", m_load, 8},
         {"vmovaps store (L1)", m_store, 4},
         {"vbroadcastss from memory", m_bcast, 4},
-        {"projection, passes 2-4: 7 loads / 12 FMAs", m_pass, 0},
-        {"projection, pass 1: + 3 unpacks, 3 stores", m_first, 0},
-        {"projection, unpacks in every pass, no stores", m_rewiden, 0},
+        {"old projection, passes 2-4: 7 loads / 12 FMAs", m_pass, 0},
+        {"old projection, pass 1: + 3 unpacks, 3 stores", m_first, 0},
+        {"projection pass: unpacks, no stores", m_rewiden, 0},
+        {"its block, x's rows 4 KiB apart", m_rows, 0},
+        {"its block, x's 4 rows side by side", m_quad, 0},
     };
     size_t n = sizeof rows / sizeof rows[0];
     double ratio[sizeof rows / sizeof rows[0]][99], base[99];

@@ -28,8 +28,8 @@
  *     side by side ([quad][K / 8][4][8], 64 KiB; a quad's 16 KiB in L1 for a
  *     pass), each 16 columns in the order the unpacks leave the weights
  *     (P2_POS).  With the 4 rows 4 KiB apart instead, the same loop ran at
- *     0.50-0.55 of the FMA rate on Zen 3, all in L1 (0.83-0.97 side by
- *     side);
+ *     0.50-0.55 of the FMA rate on Zen 3, all in L1 (0.82-0.97 side by
+ *     side: fma_mix's last two rows);
  *   - a pass's loop over the block is one asm statement, so that its 12
  *     sums stay in registers (GCC spilled one and moved the others between
  *     registers), and the first pass over a sub-block prefetches the group
