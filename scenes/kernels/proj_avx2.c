@@ -32,10 +32,18 @@
  *     side: fma_mix's last two rows);
  *   - a pass's loop over the block is one asm statement, so that its 12
  *     sums stay in registers (GCC spilled one and moved the others between
- *     registers), and the first pass over a sub-block prefetches the group
- *     2 ahead, a line of each row per 32 columns;
+ *     registers);
+ *   - the next sub-block's rows (the next K block's first, after the last)
+ *     are prefetched into L2 a line of up to 3 rows per 32 columns, spread
+ *     over all the passes' groups, so that they come from memory at the
+ *     rate the passes use them.  Before, the first pass over a sub-block
+ *     prefetched the group 2 ahead of itself: that pass asks 4 weight
+ *     bytes per FMA pair where the whole kernel averages 1, so memory was
+ *     busy a quarter of the time at 4 times the rate;
  *   - a pass's 12 sums go through a tree of unpacks and adds (not vhaddps)
- *     into acc[row][16], which goes to y once per chunk.
+ *     into acc[row][16], which goes to y once per chunk; where the K block
+ *     has no tail, straight from the asm's registers (with a tail GCC
+ *     stored the 12 sums to the stack and read them back for each step).
  *
  * On host Z3 (AMD EPYC, Zen 3, 2026-12-07) this took one thread from
  * 0.63-0.75 to 0.68-0.84 of the FMA ceiling with the weights in L3 (1.06-1.11x
@@ -81,14 +89,16 @@
         P2_UNPACK(unpack, wo, w1, 13) P2_UNPACK(unpack, wo, w2, 14) P2_XROW(xb, 0, a00, a10, a20)  \
             P2_XROW(xb, 32, a01, a11, a21) P2_XROW(xb, 64, a02, a12, a22)                          \
                 P2_XROW(xb, 96, a03, a13, a23)
-/* 32 columns, with a line of each row prefetched pf bytes on, then the
+/* 32 columns, with the lines at pa, pb and pc prefetched, then the
  * pointers to the next 32. */
-#define P2_PREFETCH(w) "prefetcht1 (%[" #w "], %[pf])\n\t"
+#define P2_PREFETCH(p) "prefetcht1 (%[" #p "])\n\t"
 #define P2_BODY                                                                                    \
-    "" P2_PREFETCH(w0) P2_PREFETCH(w1) P2_PREFETCH(w2) P2_HALF("vpunpcklwd", 0, 0)                 \
+    "" P2_PREFETCH(pa) P2_PREFETCH(pb) P2_PREFETCH(pc) P2_HALF("vpunpcklwd", 0, 0)                 \
         P2_HALF("vpunpckhwd", 0, 128) P2_HALF("vpunpcklwd", 32, 256)                               \
             P2_HALF("vpunpckhwd", 32, 384)
-#define P2_NEXT "add $64, %[w0]\n\tadd $64, %[w1]\n\tadd $64, %[w2]\n\tadd $512, %[x]\n\t"
+#define P2_NEXT                                                                                    \
+    "add $64, %[w0]\n\tadd $64, %[w1]\n\tadd $64, %[w2]\n\tadd $512, %[x]\n\t"                     \
+    "add $64, %[pa]\n\tadd $64, %[pb]\n\tadd $64, %[pc]\n\t"
 #define P2_SUMS(c)                                                                                 \
     [a00] c(a[0][0]), [a01] c(a[0][1]), [a02] c(a[0][2]), [a03] c(a[0][3]), [a10] c(a[1][0]),      \
         [a11] c(a[1][1]), [a12] c(a[1][2]), [a13] c(a[1][3]), [a20] c(a[2][0]), [a21] c(a[2][1]),  \
@@ -111,18 +121,19 @@ KERN_AVX2_TARGET P2_INLINE void p2_step(__m256 a[P2_WROWS][P2_XR], const uint16_
             : "xmm12", "xmm13", "xmm14", "xmm15", "memory");
 }
 
-/* a = the same over n32 x 32 columns (n32 > 0), prefetching a line at r0 +
- * pf, r1 + pf and r2 + pf each 32 columns: one asm statement, so that the
- * 12 sums stay in registers. */
+/* a = the same over n32 x 32 columns (n32 > 0), prefetching a line from
+ * each of pf[0..3) each 32 columns: one asm statement, so that the 12 sums
+ * stay in registers. */
 KERN_AVX2_TARGET P2_INLINE void p2_run(__m256 a[P2_WROWS][P2_XR], const uint16_t *r0,
                                        const uint16_t *r1, const uint16_t *r2, const float *x0,
-                                       size_t n32, ptrdiff_t pf)
+                                       size_t n32, const uint16_t *const pf[P2_WROWS])
 {
-    __asm__(
-        P2_ZEROS ".p2align 6\n\t1:\n\t" P2_BODY P2_NEXT "dec %[n]\n\tjnz 1b\n\t"
-        : P2_SUMS(P2_OUT), [w0] "+r"(r0), [w1] "+r"(r1), [w2] "+r"(r2), [x] "+r"(x0), [n] "+r"(n32)
-        : [pf] "r"(pf)
-        : "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory");
+    const uint16_t *pa = pf[0], *pb = pf[1], *pc = pf[2];
+    __asm__(P2_ZEROS ".p2align 6\n\t1:\n\t" P2_BODY P2_NEXT "dec %[n]\n\tjnz 1b\n\t"
+            : P2_SUMS(P2_OUT), [w0] "+r"(r0), [w1] "+r"(r1), [w2] "+r"(r2), [x] "+r"(x0),
+              [n] "+r"(n32), [pa] "+r"(pa), [pb] "+r"(pb), [pc] "+r"(pc)
+            :
+            : "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory");
 }
 
 /* The sums of a, b, c and d's lanes: unpacks and adds (on Zen 3 a vhaddps
@@ -139,10 +150,28 @@ KERN_AVX2_TARGET P2_INLINE __m128 p2_hsum4(__m256 a, __m256 b, __m256 c, __m256 
 typedef struct p2_sub {
     const float *xf; /* [P2_ROWS / P2_XR][P2_KBLOCK / 8][P2_XR][8], zero past kb and nrows */
     size_t kb;
-    const uint16_t *w; /* the sub-block's first row at the K block */
-    size_t n, ldw;     /* its rows (<= P2_SUB) */
-    float *acc;        /* [n][P2_ROWS] */
+    const uint16_t *w;    /* the sub-block's first row at the K block */
+    size_t n, ldw;        /* its rows (<= P2_SUB) */
+    float *acc;           /* [n][P2_ROWS] */
+    const uint16_t *next; /* the next sub-block's first row (to prefetch), or NULL */
+    size_t next_n;        /* its rows */
 } p2_sub;
+
+/* A pass's sums of group j into acc (rows past n dropped).  Unrolled, with
+ * constant indices, so that the sums stay in registers. */
+KERN_AVX2_TARGET P2_INLINE void p2_add_sums(const p2_sub *b, size_t j, int p,
+                                            __m256 a[P2_WROWS][P2_XR])
+{
+    float *dst = b->acc + j * P2_ROWS + P2_XR * (size_t)p;
+#pragma GCC unroll 3
+    for (int i = 0; i < P2_WROWS; i++) {
+        if (j + (size_t)i < b->n) {
+            float *d = dst + (size_t)i * P2_ROWS;
+            _mm_storeu_ps(
+                d, _mm_add_ps(_mm_loadu_ps(d), p2_hsum4(a[i][0], a[i][1], a[i][2], a[i][3])));
+        }
+    }
+}
 
 /* acc[j][4p .. 4p + 4) += x's quad p . weight row j over the block, for each
  * of the sub-block's rows, quad after quad.  Rows past n in the last group
@@ -157,18 +186,32 @@ KERN_AVX2_TARGET static void p2_sub_run(const p2_sub *b, int passes)
         for (size_t i = 0; i < b->n; i++)
             memcpy(tail[i], b->w + i * b->ldw + kfull, len * sizeof(uint16_t));
     }
-    /* the first pass reads the rows from memory: the group 2 ahead is
-     * prefetched (past the sub-block: the next one's, contiguous) */
-    ptrdiff_t pf = (ptrdiff_t)(2 * P2_WROWS * b->ldw * sizeof(uint16_t));
+    /* the next sub-block's rows: a share prefetched in each group's pass */
+    size_t groups = (b->n + P2_WROWS - 1) / P2_WROWS, gp = (size_t)passes * groups, f0 = 0;
     for (int p = 0; p < passes; p++) {
         const float *x0 = b->xf + (size_t)p * P2_KBLOCK * P2_XR;
         for (size_t j = 0; j < b->n; j += P2_WROWS) {
             size_t i1 = j + 1 < b->n ? j + 1 : j, i2 = j + 2 < b->n ? j + 2 : j;
             const uint16_t *r0 = b->w + j * b->ldw, *r1 = b->w + i1 * b->ldw,
                            *r2 = b->w + i2 * b->ldw;
+            /* this group's share of the next sub-block's rows to prefetch
+             * (0 to 3 of them; none: its own rows, already in cache) */
+            size_t idx = (size_t)p * groups + j / P2_WROWS + 1;
+            size_t f1 = b->next == NULL ? 0 : idx * b->next_n / gp;
+            size_t m = f1 - f0 < P2_WROWS ? f1 - f0 : P2_WROWS; /* more: left to the hardware */
+            const uint16_t *pf[P2_WROWS];
+            for (size_t i = 0; i < P2_WROWS; i++)
+                pf[i] = m == 0 ? r0 : b->next + (f0 + (i < m ? i : m - 1)) * b->ldw;
+            f0 = f1;
+            if (k32 == b->kb) { /* no tail: the sums stay in registers */
+                __m256 a[P2_WROWS][P2_XR];
+                p2_run(a, r0, r1, r2, x0, k32 / 32, pf);
+                p2_add_sums(b, j, p, a);
+                continue;
+            }
             __m256 a[P2_WROWS][P2_XR];
             if (k32 != 0) {
-                p2_run(a, r0, r1, r2, x0, k32 / 32, p == 0 ? pf : 0);
+                p2_run(a, r0, r1, r2, x0, k32 / 32, pf);
             } else {
                 for (int i = 0; i < P2_WROWS; i++) {
                     for (int r = 0; r < P2_XR; r++)
@@ -179,11 +222,7 @@ KERN_AVX2_TARGET static void p2_sub_run(const p2_sub *b, int passes)
                 p2_step(a, r0 + k32, r1 + k32, r2 + k32, x0 + P2_XR * k32);
             if (len != 0)
                 p2_step(a, tail[j], tail[i1], tail[i2], x0 + P2_XR * kfull);
-            for (int i = 0; i < P2_WROWS && j + (size_t)i < b->n; i++) {
-                float *dst = b->acc + (j + (size_t)i) * P2_ROWS + P2_XR * (size_t)p;
-                _mm_storeu_ps(dst, _mm_add_ps(_mm_loadu_ps(dst),
-                                              p2_hsum4(a[i][0], a[i][1], a[i][2], a[i][3])));
-            }
+            p2_add_sums(b, j, p, a);
         }
     }
 }
@@ -267,12 +306,20 @@ KERN_AVX2_TARGET void kern_proj_chunk_avx2(const kern_mat *x, size_t r0, size_t 
         size_t kb = k - k0 < P2_KBLOCK ? k - k0 : P2_KBLOCK;
         load_xf(x, r0, nrows, k0, kb, xf);
         for (size_t j0 = 0; j0 < n; j0 += P2_SUB) {
-            p2_sub b = {xf,
-                        kb,
-                        w + j0 * ldw + k0,
-                        n - j0 < P2_SUB ? n - j0 : P2_SUB,
-                        ldw,
-                        acc + j0 * P2_ROWS};
+            /* the next sub-block: of this K block, or the next K block's first */
+            size_t j1 = j0 + P2_SUB;
+            const uint16_t *nx = j1 < n               ? w + j1 * ldw + k0
+                                 : k0 + P2_KBLOCK < k ? w + k0 + P2_KBLOCK
+                                                      : NULL;
+            size_t nn = j1 < n ? (n - j1 < P2_SUB ? n - j1 : P2_SUB) : n < P2_SUB ? n : P2_SUB;
+            p2_sub b = {.xf = xf,
+                        .kb = kb,
+                        .w = w + j0 * ldw + k0,
+                        .n = n - j0 < P2_SUB ? n - j0 : P2_SUB,
+                        .ldw = ldw,
+                        .acc = acc + j0 * P2_ROWS,
+                        .next = nx,
+                        .next_n = nn};
             p2_sub_run(&b, passes);
         }
     }
