@@ -260,35 +260,51 @@ KERN_AVX2_TARGET static void order_row(float *row, size_t kpad)
     }
 }
 
+/* n16 x 16 floats at src, rounded, into xf's slots for one x row from q
+ * on (8 columns a slot, slots P2_XR x 8 floats apart), each 16 columns in
+ * P2_POS order: one pass, no row buffer. */
+KERN_AVX2_TARGET static void xf_put16(const float *src, size_t n16, float *q)
+{
+    for (size_t g = 0; g < n16; g++, src += 16, q += 2 * P2_XR * 8) {
+        __m256 lo = round_bf16(_mm256_loadu_ps(src)), hi = round_bf16(_mm256_loadu_ps(src + 8));
+        _mm256_store_ps(q, _mm256_permute2f128_ps(lo, hi, 0x20));
+        _mm256_store_ps(q + P2_XR * 8, _mm256_permute2f128_ps(lo, hi, 0x31));
+    }
+}
+
 /* x rows [r0, r0 + nrows), columns [k0, k0 + kb), rounded, into xf: per
  * quad and 8 columns the quad's 4 rows side by side, zero padded to 16 rows
- * and to a multiple of 16 columns, each 16 columns in P2_POS order. */
+ * and to a multiple of 16 columns, each 16 columns in P2_POS order.  An f32
+ * row whose tiles hold whole 16s goes straight in (xf_put16); anything
+ * else through a row buffer. */
 KERN_AVX2_TARGET static void load_xf(const kern_mat *x, size_t r0, size_t nrows, size_t k0,
                                      size_t kb, float *xf)
 {
     size_t kpad = (kb + 15) / 16 * 16;
+    bool direct = x->dtype == HG_F32 && x->s_col == 1 && kb % 16 == 0 && x->tcols % 16 == 0;
     float row[P2_KBLOCK] __attribute__((aligned(32)));
     for (size_t r = 0; r < P2_ROWS; r++) {
-        if (r >= nrows) {
-            memset(row, 0, kpad * sizeof(float));
-        } else {
-            memset(row + kb, 0, (kpad - kb) * sizeof(float));
-            if (x->dtype != HG_F32 || x->s_col != 1) {
-                kern_mat_get_span(x, r0 + r, k0, kb, row);
-                round_row(row, kb, row);
-            } else {
-                for (size_t i = 0; i < kb;) { /* one tile's piece of the row at a time */
-                    size_t c = k0 + i, off = c % x->tcols;
-                    size_t len = kb - i < x->tcols - off ? kb - i : x->tcols - off;
-                    round_row((const float *)x->data + (c / x->tcols) * x->s_tile +
-                                  (r0 + r) * x->s_row + off,
-                              len, row + i);
-                    i += len;
-                }
-            }
-            order_row(row, kpad);
-        }
         float *q = xf + r / P2_XR * P2_KBLOCK * P2_XR + r % P2_XR * 8;
+        if (r >= nrows) {
+            for (size_t c = 0; c < kpad; c += 8)
+                _mm256_store_ps(q + c * P2_XR, _mm256_setzero_ps());
+            continue;
+        }
+        if (direct) { /* one tile's piece of the row at a time, whole 16s */
+            for (size_t i = 0; i < kb;) {
+                size_t c = k0 + i, off = c % x->tcols;
+                size_t len = kb - i < x->tcols - off ? kb - i : x->tcols - off;
+                xf_put16((const float *)x->data + (c / x->tcols) * x->s_tile + (r0 + r) * x->s_row +
+                             off,
+                         len / 16, q + i * P2_XR);
+                i += len;
+            }
+            continue;
+        }
+        memset(row + kb, 0, (kpad - kb) * sizeof(float));
+        kern_mat_get_span(x, r0 + r, k0, kb, row);
+        round_row(row, kb, row);
+        order_row(row, kpad);
         for (size_t c = 0; c < kpad; c += 8)
             _mm256_store_ps(q + c * P2_XR, _mm256_load_ps(row + c));
     }
