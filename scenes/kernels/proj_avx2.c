@@ -12,8 +12,9 @@
  * from L1 0.1-0.6, vpunpcklwd and vaddps next to none.  The kernel's shape:
  *
  *   - a chunk of weight rows goes in K blocks of P2_KBLOCK (1024) columns,
- *     and each K block in sub-blocks of P2_SUB (48) rows: the sub-block's
- *     piece (48 x 2 KiB) stays in L2 while 4 passes read it;
+ *     and each K block in sub-blocks of P2_SUB (24) rows: the sub-block's
+ *     piece (24 x 2 KiB) stays in L2 while 4 passes read it (with the
+ *     prefetch below, 24 rows ran 1.01-1.03x 48 on Z3, 12 the same as 24);
  *   - a pass takes 4 of the 16 x rows (a quad) against every group of 3
  *     weight rows of the sub-block: 12 ymm accumulators, 3 weight vectors
  *     and one register that is first a zero and then x fill the 16
@@ -62,7 +63,7 @@
 #define P2_INLINE __attribute__((always_inline)) static inline
 #define P2_ROWS   16
 #define P2_KBLOCK 1024 /* columns: a quad of x is 16 KiB (512 and 2048 measured slower) */
-#define P2_SUB    48   /* weight rows a K block's passes share: 96 KiB, in L2 */
+#define P2_SUB    24   /* weight rows a K block's passes share: 48 KiB, in L2 */
 #define P2_WROWS  3
 #define P2_XR     4 /* x rows per pass: a quad */
 #define P2_CHUNK  512
