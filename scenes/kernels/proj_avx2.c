@@ -79,27 +79,26 @@
     "vfmadd231ps %%ymm12, %%ymm15, %[" #a0 "]\n\t"                                                 \
     "vfmadd231ps %%ymm13, %%ymm15, %[" #a1 "]\n\t"                                                 \
     "vfmadd231ps %%ymm14, %%ymm15, %[" #a2 "]\n\t"
-/* Row w's 16 bf16 at byte wo, one half widened against the zero in ymm15,
- * into ymm`reg`. */
-#define P2_UNPACK(unpack, wo, w, reg) unpack " " #wo "(%[" #w "]), %%ymm15, %%ymm" #reg "\n\t"
+/* The 16 bf16 at byte wo of the row at addr (w0, or w0 plus a row's offset
+ * o1 or o2), one half widened against the zero in ymm15, into ymm`reg`. */
+#define P2_UNPACK(unpack, wo, addr, reg) unpack " " #wo addr ", %%ymm15, %%ymm" #reg "\n\t"
 /* 8 columns: the 3 rows' low (vpunpcklwd) or high half widened against a
  * zero made in ymm15 (vpxor: a zero idiom, no port), then the quad's 4 rows
  * at xb. */
 #define P2_HALF(unpack, wo, xb)                                                                    \
-    "vpxor %%xmm15, %%xmm15, %%xmm15\n\t" P2_UNPACK(unpack, wo, w0, 12)                            \
-        P2_UNPACK(unpack, wo, w1, 13) P2_UNPACK(unpack, wo, w2, 14) P2_XROW(xb, 0, a00, a10, a20)  \
-            P2_XROW(xb, 32, a01, a11, a21) P2_XROW(xb, 64, a02, a12, a22)                          \
-                P2_XROW(xb, 96, a03, a13, a23)
-/* 32 columns, with the lines at pa, pb and pc prefetched, then the
+    "vpxor %%xmm15, %%xmm15, %%xmm15\n\t" P2_UNPACK(unpack, wo, "(%[w0])", 12)                     \
+        P2_UNPACK(unpack, wo, "(%[w0],%[o1])", 13) P2_UNPACK(unpack, wo, "(%[w0],%[o2])", 14)      \
+            P2_XROW(xb, 0, a00, a10, a20) P2_XROW(xb, 32, a01, a11, a21)                           \
+                P2_XROW(xb, 64, a02, a12, a22) P2_XROW(xb, 96, a03, a13, a23)
+/* 32 columns, with the lines at w0 + p0, p1 and p2 prefetched (offsets
+ * from the first row, so that a step moves two pointers), then the
  * pointers to the next 32. */
-#define P2_PREFETCH(p) "prefetcht1 (%[" #p "])\n\t"
+#define P2_PREFETCH(p) "prefetcht1 (%[w0],%[" #p "])\n\t"
 #define P2_BODY                                                                                    \
-    "" P2_PREFETCH(pa) P2_PREFETCH(pb) P2_PREFETCH(pc) P2_HALF("vpunpcklwd", 0, 0)                 \
+    "" P2_PREFETCH(p0) P2_PREFETCH(p1) P2_PREFETCH(p2) P2_HALF("vpunpcklwd", 0, 0)                 \
         P2_HALF("vpunpckhwd", 0, 128) P2_HALF("vpunpcklwd", 32, 256)                               \
             P2_HALF("vpunpckhwd", 32, 384)
-#define P2_NEXT                                                                                    \
-    "add $64, %[w0]\n\tadd $64, %[w1]\n\tadd $64, %[w2]\n\tadd $512, %[x]\n\t"                     \
-    "add $64, %[pa]\n\tadd $64, %[pb]\n\tadd $64, %[pc]\n\t"
+#define P2_NEXT "add $64, %[w0]\n\tadd $512, %[x]\n\t"
 #define P2_SUMS(c)                                                                                 \
     [a00] c(a[0][0]), [a01] c(a[0][1]), [a02] c(a[0][2]), [a03] c(a[0][3]), [a10] c(a[1][0]),      \
         [a11] c(a[1][1]), [a12] c(a[1][2]), [a13] c(a[1][3]), [a20] c(a[2][0]), [a21] c(a[2][1]),  \
@@ -118,7 +117,7 @@ KERN_AVX2_TARGET P2_INLINE void p2_step(__m256 a[P2_WROWS][P2_XR], const uint16_
 {
     __asm__(P2_HALF("vpunpcklwd", 0, 0) P2_HALF("vpunpckhwd", 0, 128)
             : P2_SUMS(P2_IN_OUT)
-            : [w0] "r"(r0), [w1] "r"(r1), [w2] "r"(r2), [x] "r"(x0)
+            : [w0] "r"(r0), [o1] "r"((r1 - r0) * 2), [o2] "r"((r2 - r0) * 2), [x] "r"(x0)
             : "xmm12", "xmm13", "xmm14", "xmm15", "memory");
 }
 
@@ -129,11 +128,10 @@ KERN_AVX2_TARGET P2_INLINE void p2_run(__m256 a[P2_WROWS][P2_XR], const uint16_t
                                        const uint16_t *r1, const uint16_t *r2, const float *x0,
                                        size_t n32, const uint16_t *const pf[P2_WROWS])
 {
-    const uint16_t *pa = pf[0], *pb = pf[1], *pc = pf[2];
     __asm__(P2_ZEROS ".p2align 6\n\t1:\n\t" P2_BODY P2_NEXT "dec %[n]\n\tjnz 1b\n\t"
-            : P2_SUMS(P2_OUT), [w0] "+r"(r0), [w1] "+r"(r1), [w2] "+r"(r2), [x] "+r"(x0),
-              [n] "+r"(n32), [pa] "+r"(pa), [pb] "+r"(pb), [pc] "+r"(pc)
-            :
+            : P2_SUMS(P2_OUT), [w0] "+r"(r0), [x] "+r"(x0), [n] "+r"(n32)
+            : [o1] "r"((r1 - r0) * 2), [o2] "r"((r2 - r0) * 2), [p0] "r"((pf[0] - r0) * 2),
+              [p1] "r"((pf[1] - r0) * 2), [p2] "r"((pf[2] - r0) * 2)
             : "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory");
 }
 
