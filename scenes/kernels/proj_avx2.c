@@ -49,7 +49,11 @@
  * On host Z3 (AMD EPYC, Zen 3, 2026-12-07) this took one thread from
  * 0.63-0.75 to 0.68-0.84 of the FMA ceiling with the weights in L3 (1.06-1.11x
  * the kernel before it, side by side in one process) and two threads from
- * DRAM 1.02-1.06x (docs/PERFORMANCE.md, "On host Z3").
+ * DRAM 1.02-1.06x (docs/PERFORMANCE.md, "On host Z3").  The spread
+ * prefetch, the sums from registers, x in one pass, 24-row sub-blocks and
+ * two moving pointers then took one thread from DRAM from 0.80-0.82 to 0.88
+ * of the FMA rate (best of 40 reps), and decode_bandwidth's 2-thread medians
+ * from 0.62-0.68 to 0.68-0.77 ("Then the first pass's burst").
  *
  * The sums are f32 FMAs in another order than the portable path's: tests
  * compare both with a double reference, within the same stated bound.
