@@ -243,29 +243,9 @@ KERN_AVX2_TARGET P2_INLINE __m256 round_bf16(__m256 v)
     return _mm256_castsi256_ps(_mm256_blendv_epi8(_mm256_and_si256(r, top), quiet, nan));
 }
 
-KERN_AVX2_TARGET static void round_row(const float *src, size_t n, float *dst)
-{
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(dst + i, round_bf16(_mm256_loadu_ps(src + i)));
-    for (; i < n; i++)
-        dst[i] = kern_bf16_to_f32(kern_f32_to_bf16(src[i]));
-}
-
-/* Each 16 columns of an xf row into P2_POS order: columns 4-7 and 8-11
- * change places. */
-KERN_AVX2_TARGET static void order_row(float *row, size_t kpad)
-{
-    for (size_t c = 0; c < kpad; c += 16) {
-        __m256 lo = _mm256_load_ps(row + c), hi = _mm256_load_ps(row + c + 8);
-        _mm256_store_ps(row + c, _mm256_permute2f128_ps(lo, hi, 0x20));
-        _mm256_store_ps(row + c + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
-    }
-}
-
 /* n16 x 16 floats at src, rounded, into xf's slots for one x row from q
  * on (8 columns a slot, slots P2_XR x 8 floats apart), each 16 columns in
- * P2_POS order: one pass, no row buffer. */
+ * P2_POS order (columns 4-7 and 8-11 change places). */
 KERN_AVX2_TARGET static void xf_put16(const float *src, size_t n16, float *q)
 {
     for (size_t g = 0; g < n16; g++, src += 16, q += 2 * P2_XR * 8) {
@@ -278,8 +258,8 @@ KERN_AVX2_TARGET static void xf_put16(const float *src, size_t n16, float *q)
 /* x rows [r0, r0 + nrows), columns [k0, k0 + kb), rounded, into xf: per
  * quad and 8 columns the quad's 4 rows side by side, zero padded to 16 rows
  * and to a multiple of 16 columns, each 16 columns in P2_POS order.  An f32
- * row whose tiles hold whole 16s goes straight in (xf_put16); anything
- * else through a row buffer. */
+ * row whose tiles hold whole 16s goes straight in; anything else (bf16,
+ * strided, or pieces not in whole 16s) through a zero-padded row buffer. */
 KERN_AVX2_TARGET static void load_xf(const kern_mat *x, size_t r0, size_t nrows, size_t k0,
                                      size_t kb, float *xf)
 {
@@ -306,10 +286,7 @@ KERN_AVX2_TARGET static void load_xf(const kern_mat *x, size_t r0, size_t nrows,
         }
         memset(row + kb, 0, (kpad - kb) * sizeof(float));
         kern_mat_get_span(x, r0 + r, k0, kb, row);
-        round_row(row, kb, row);
-        order_row(row, kpad);
-        for (size_t c = 0; c < kpad; c += 8)
-            _mm256_store_ps(q + c * P2_XR, _mm256_load_ps(row + c));
+        xf_put16(row, kpad / 16, q);
     }
 }
 

@@ -91,8 +91,9 @@ TEST(projection_paths_agree_with_a_double_reference)
     /* rows, n, k, column tiles of x: odd n, K tails, K blocks, more rows than
      * a pass (16) and more weight rows than a chunk (512); for the AVX2
      * path's structure, K of one 16-column step, of 32 + 8 and of 32 + 16,
-     * K blocks of 1024 with a 32-column remainder, and sub-blocks of 48
-     * weight rows with 1 or 2 left over */
+     * K blocks of 1024 with a 32-column remainder, and sub-blocks of 24
+     * weight rows with 1 or 2 left over (145 x 2080: a 1-row sub-block whose
+     * next, the next K block's first, is full: its prefetch share clamped) */
     static const size_t shapes[][4] = {{16, 48, 64, 1},    {5, 33, 100, 2},   {20, 17, 2100, 3},
                                        {1, 1, 31, 1},      {16, 64, 1056, 4}, {3, 8, 1024, 1},
                                        {9, 1030, 96, 2},   {13, 50, 16, 1},   {4, 97, 40, 1},
