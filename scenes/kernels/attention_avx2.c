@@ -4,25 +4,34 @@
  * FMAs.
  *
  *   QK: two tokens at a time, each kv head's two rows against up to 5 heads
- *       of its group, 8 dims at a time in order (each row widened with
- *       vpmovzxwd + shift): one q vector loaded serves both tokens' FMAs,
- *       10 accumulators.  On host X (Intel, 2026-12-03) that took QK from
- *       0.48 to 0.52 of the FMA ceiling with K in cache, against one token
- *       at a time with even and odd dims split (one q load per FMA); q is
- *       laid out per pass and read through one pointer with constant
- *       offsets.  The two tokens come one from each half of the chunk, so
- *       that each half's rows are read in order: the hardware prefetchers
- *       follow two such streams, where two adjacent tokens' rows (the two
- *       halves of one 4 KiB page, read in turn) they did not.  In a 1-layer
- *       qwen3_decode step (preset=real, --device sim:cores=2, host X,
- *       2026-12-03) QK's tasks took 9.8-10.5 ms against 14.6-15.1 with
- *       adjacent tokens; with no software prefetch at all, in a one-thread
- *       harness, K came at 8.6-9.9 GB/s against 6.7-7.0.  The 8 partial sums
- *       of a (head, token) go to a stack tile and are reduced 8 tokens of a
- *       half at a time (one hadd tree makes 8 scores, stored as one row
- *       piece), not one hadd tree per dot product with scattered stores: on
- *       host X (2026-12-02) that reduction and its latency cost a third of
- *       QK.
+ *       of its group: one q vector loaded serves both tokens' FMAs, 10
+ *       accumulators (on host X, Intel, 2026-12-03, 0.52 of the FMA ceiling
+ *       with K in cache against 0.48 for one token at a time).  With 5
+ *       heads and D a multiple of 16 (Qwen3's pass) the loop is one asm
+ *       statement (qk5) that reads 16 dims of a row in one 32-byte load and
+ *       splits them without a shuffle, as PV does (below), against q laid
+ *       out per 16 dims as the 8 even then the 8 odd; other passes take 8
+ *       dims at a time in order (vpmovzxwd + shift, which costs Zen 3 1.3
+ *       FMA slots: bench/fma_mix).  q is laid out per pass and read through
+ *       one pointer with constant offsets.  The two tokens come one from
+ *       each half of the chunk, so that each half's rows are read in order:
+ *       the hardware prefetchers follow two such streams, where two
+ *       adjacent tokens' rows (the two halves of one 4 KiB page, read in
+ *       turn) they did not.  In a 1-layer qwen3_decode step (preset=real,
+ *       --device sim:cores=2, host X, 2026-12-03) QK's tasks took 9.8-10.5
+ *       ms against 14.6-15.1 with adjacent tokens; with no software prefetch
+ *       at all, in a one-thread harness, K came at 8.6-9.9 GB/s against
+ *       6.7-7.0.  A pass's two sums of a head are folded into one vector
+ *       (an unpack and an add: 4 partial sums of each token) and stored to
+ *       a stack tile; 8 token pairs of a head are then reduced at once
+ *       (unpacks, adds, two 128-bit swaps) to 8 scores of each half, stored
+ *       as two row pieces, not one hadd tree per dot product with scattered
+ *       stores (on host X, 2026-12-02, that reduction and its latency cost a
+ *       third of QK).  The asm loop, the folded store and the unpack tree in
+ *       place of vhaddps took QK 1.08x with K in L2 on one thread and 1.12x
+ *       from DRAM on two (host Z3, AMD Zen 3, 2026-12-07, both versions in
+ *       one process, order swapped every rep); without the fold 1.05x
+ *       and 0.99x.
  *   PV: a block of A2_TB tokens at a time: per slab of 16 dims, up to 5
  *       heads accumulate in 10 registers over the block's tokens, in token
  *       order as the portable loop adds.  A row is read 16 bf16 (one 32-byte
@@ -127,18 +136,29 @@ A2_INLINE void even_odd16(const float *src, float *dst)
     }
 }
 
-/* QK's q, laid out per pass (the nh heads from h0 of one kv head): the
- * heads' 8 dims from c side by side ([c / 8][nh][8]), so that the loop reads
- * q through one pointer and constant offsets. */
+/* Whether a pass of nh heads takes qk5's asm loop (else qk_heads' 8-dim
+ * steps). */
+#define A2_QK_ASM(nh, d) ((nh) == A2_QK_MAXH && (d) % 16 == 0)
+
+/* QK's q, laid out per pass (the nh heads from h0 of one kv head), so that
+ * the loop reads q through one pointer and constant offsets: for qk5, per
+ * 16 dims each head's 8 even then 8 odd dims, the heads side by side
+ * ([c / 16][nh][16]); for qk_heads, the heads' 8 dims from c side by side
+ * ([c / 8][nh][8]). */
 KERN_AVX2_TARGET static void qk_layout(const float *q, size_t kv_heads, size_t group, size_t d,
                                        float *dst)
 {
     for (size_t g = 0; g < kv_heads; g++) {
         for (size_t h0 = g * group; h0 < (g + 1) * group; h0 += A2_QK_MAXH) {
             size_t left = (g + 1) * group - h0, nh = left < A2_QK_MAXH ? left : A2_QK_MAXH;
-            for (size_t c = 0; c < d; c += 8) {
-                for (size_t h = 0; h < nh; h++, dst += 8)
-                    memcpy(dst, q + (h0 + h) * d + c, 8 * sizeof(float));
+            size_t step = A2_QK_ASM(nh, d) ? 16 : 8;
+            for (size_t c = 0; c < d; c += step) {
+                for (size_t h = 0; h < nh; h++, dst += step) {
+                    if (step == 16)
+                        even_odd16(q + (h0 + h) * d + c, dst);
+                    else
+                        memcpy(dst, q + (h0 + h) * d + c, 8 * sizeof(float));
+                }
             }
         }
     }
@@ -158,14 +178,65 @@ KERN_AVX2_TARGET static void permute16(float *x, size_t n, size_t d)
     }
 }
 
-/* The 8 partial sums of q[h] . k0 into ps + h * 8 * A2_QK_TB, and of q[h] .
- * k1 8 slots on (the other half's), for the pass's nh heads: two
- * tokens at once, so that each q vector loaded serves two FMAs (10
- * accumulators). */
-KERN_AVX2_TARGET A2_INLINE void qk_heads(const float *q, const uint16_t *k0, const uint16_t *k1,
-                                         size_t d, int nh, float *ps)
+/* 5 heads against two rows, n steps of 16 dims, into a[5] and b[5]: one asm
+ * loop, so that the 10 sums, the rows' vectors, q and the mask stay in
+ * registers (GCC, given the same in C, kept a row on the stack).  A row's
+ * 16 dims are one 32-byte load, split without a shuffle: a 32-bit lane holds
+ * two bf16, (lane << 16) the even one as f32, (lane & 0xffff0000) the odd
+ * one, against q's even and odd dims (qk_layout).  The odd halves are loaded
+ * again with the vpand (an L1 hit) rather than kept: two registers fewer. */
+#define QK5_HALF(qo)                                                                               \
+    "vmovaps " #qo "(%[q]), %%ymm12\n\t"                                                           \
+    "vfmadd231ps %%ymm12, %%ymm10, %[a0]\n\t"                                                      \
+    "vfmadd231ps %%ymm12, %%ymm11, %[b0]\n\t"                                                      \
+    "vmovaps 64+" #qo "(%[q]), %%ymm12\n\t"                                                        \
+    "vfmadd231ps %%ymm12, %%ymm10, %[a1]\n\t"                                                      \
+    "vfmadd231ps %%ymm12, %%ymm11, %[b1]\n\t"                                                      \
+    "vmovaps 128+" #qo "(%[q]), %%ymm12\n\t"                                                       \
+    "vfmadd231ps %%ymm12, %%ymm10, %[a2]\n\t"                                                      \
+    "vfmadd231ps %%ymm12, %%ymm11, %[b2]\n\t"                                                      \
+    "vmovaps 192+" #qo "(%[q]), %%ymm12\n\t"                                                       \
+    "vfmadd231ps %%ymm12, %%ymm10, %[a3]\n\t"                                                      \
+    "vfmadd231ps %%ymm12, %%ymm11, %[b3]\n\t"                                                      \
+    "vmovaps 256+" #qo "(%[q]), %%ymm12\n\t"                                                       \
+    "vfmadd231ps %%ymm12, %%ymm10, %[a4]\n\t"                                                      \
+    "vfmadd231ps %%ymm12, %%ymm11, %[b4]\n\t"
+
+KERN_AVX2_TARGET A2_INLINE void qk5(const float *q, const uint16_t *k0, const uint16_t *k1,
+                                    size_t n, __m256 *a, __m256 *b)
 {
-    __m256 a[A2_QK_MAXH], b[A2_QK_MAXH];
+    static const uint32_t top[8]
+        __attribute__((aligned(32))) = {0xffff0000u, 0xffff0000u, 0xffff0000u, 0xffff0000u,
+                                        0xffff0000u, 0xffff0000u, 0xffff0000u, 0xffff0000u};
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0;
+    __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0;
+    __asm__("vmovdqa %[top], %%ymm13\n\t"
+            "1:\n\t"
+            "vmovdqu (%[k0]), %%ymm10\n\t"
+            "vmovdqu (%[k1]), %%ymm11\n\t"
+            "vpslld $16, %%ymm10, %%ymm10\n\t"
+            "vpslld $16, %%ymm11, %%ymm11\n\t" QK5_HALF(
+                0) "vpand (%[k0]), %%ymm13, %%ymm10\n\t"
+                   "vpand (%[k1]), %%ymm13, %%ymm11\n\t" QK5_HALF(32) "add $32, %[k0]\n\t"
+                                                                      "add $32, %[k1]\n\t"
+                                                                      "add $320, %[q]\n\t"
+                                                                      "dec %[n]\n\t"
+                                                                      "jnz 1b\n\t"
+            : [a0] "+x"(a0), [a1] "+x"(a1), [a2] "+x"(a2), [a3] "+x"(a3), [a4] "+x"(a4),
+              [b0] "+x"(b0), [b1] "+x"(b1), [b2] "+x"(b2), [b3] "+x"(b3), [b4] "+x"(b4),
+              [q] "+r"(q), [k0] "+r"(k0), [k1] "+r"(k1), [n] "+r"(n)
+            : [top] "m"(top)
+            : "xmm10", "xmm11", "xmm12", "xmm13", "cc", "memory");
+    a[0] = a0, a[1] = a1, a[2] = a2, a[3] = a3, a[4] = a4;
+    b[0] = b0, b[1] = b1, b[2] = b2, b[3] = b3, b[4] = b4;
+}
+
+/* q[h] . k0 and q[h] . k1 for the pass's nh heads, 8 dims at a time in
+ * order (each row widened with vpmovzxwd + shift): one q vector loaded
+ * serves both rows' FMAs. */
+KERN_AVX2_TARGET A2_INLINE void qk_heads(const float *q, const uint16_t *k0, const uint16_t *k1,
+                                         size_t d, int nh, __m256 *a, __m256 *b)
+{
 #pragma GCC unroll 5
     for (int h = 0; h < A2_QK_MAXH; h++)
         a[h] = b[h] = _mm256_setzero_ps();
@@ -179,27 +250,66 @@ KERN_AVX2_TARGET A2_INLINE void qk_heads(const float *q, const uint16_t *k0, con
             b[h] = _mm256_fmadd_ps(qv, v1, b[h]);
         }
     }
+}
+
+/* The pass's sums for token pair i (rows k0 and k1) into ps: per head one
+ * vector, the two rows' 8 partial sums folded to 4 each by an unpack and an
+ * add ([a0+a2, b0+b2, a1+a3, b1+b3 | a4+a6, ...]): half the stores of
+ * keeping both (a 256-bit store costs Zen 3 two FMA slots; bench/fma_mix). */
+KERN_AVX2_TARGET A2_INLINE void qk_pass(const float *q, const uint16_t *k0, const uint16_t *k1,
+                                        size_t d, int nh, float *ps)
+{
+    __m256 a[A2_QK_MAXH], b[A2_QK_MAXH];
+    if (A2_QK_ASM(nh, d))
+        qk5(q, k0, k1, d / 16, a, b);
+    else
+        qk_heads(q, k0, k1, d, nh, a, b);
 #pragma GCC unroll 5
     for (int h = 0; h < nh; h++) {
-        _mm256_store_ps(ps + (size_t)h * 8 * A2_QK_TB, a[h]);
-        _mm256_store_ps(ps + (size_t)h * 8 * A2_QK_TB + 8 * (A2_QK_TB / 2), b[h]);
+        __m256 f = _mm256_add_ps(_mm256_unpacklo_ps(a[h], b[h]), _mm256_unpackhi_ps(a[h], b[h]));
+        _mm256_store_ps(ps + (size_t)h * 8 * (A2_QK_TB / 2), f);
     }
 }
 
 #define A2_QK(n)                                                                                   \
-    qk_heads(qp + h0 * d, k, k1, d, (n) < A2_QK_MAXH ? (n) : A2_QK_MAXH,                           \
-             ps + (h0 * A2_QK_TB + i) * 8)
+    qk_pass(qp + h0 * d, k, k1, d, (n) < A2_QK_MAXH ? (n) : A2_QK_MAXH,                            \
+            ps + (h0 * (A2_QK_TB / 2) + i) * 8)
 
-/* The sums of a[0..8)'s lanes, in order. */
-KERN_AVX2_TARGET A2_INLINE __m256 hsum8(const float *a)
+/* 8 token pairs' folded sums (qk_pass) of one head, ps[8][8], to the 8
+ * scores of each half: unpacks and adds to [A0, B0, A1, B1 | A2, B2, A3,
+ * B3] for pairs 0-3 and 4-7, then A's and B's apart (vhaddps, two shuffles
+ * and an add in one, costs Zen 3 more than the three). */
+KERN_AVX2_TARGET A2_INLINE void qk_fold8(const float *ps, __m256 *sa, __m256 *sb)
 {
-    __m256 h01 = _mm256_hadd_ps(_mm256_load_ps(a), _mm256_load_ps(a + 8));
-    __m256 h23 = _mm256_hadd_ps(_mm256_load_ps(a + 16), _mm256_load_ps(a + 24));
-    __m256 h45 = _mm256_hadd_ps(_mm256_load_ps(a + 32), _mm256_load_ps(a + 40));
-    __m256 h67 = _mm256_hadd_ps(_mm256_load_ps(a + 48), _mm256_load_ps(a + 56));
-    __m256 lo4 = _mm256_hadd_ps(h01, h23), hi4 = _mm256_hadd_ps(h45, h67);
-    return _mm256_add_ps(_mm256_permute2f128_ps(lo4, hi4, 0x20),
-                         _mm256_permute2f128_ps(lo4, hi4, 0x31));
+    __m256 s[4];
+    for (int i = 0; i < 4; i++) {
+        __m256d x = _mm256_load_pd((const double *)(ps + 16 * i));
+        __m256d y = _mm256_load_pd((const double *)(ps + 16 * i + 8));
+        s[i] = _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(x, y)),
+                             _mm256_castpd_ps(_mm256_unpackhi_pd(x, y)));
+    }
+    __m256 f03 = _mm256_add_ps(_mm256_permute2f128_ps(s[0], s[1], 0x20),
+                               _mm256_permute2f128_ps(s[0], s[1], 0x31));
+    __m256 f47 = _mm256_add_ps(_mm256_permute2f128_ps(s[2], s[3], 0x20),
+                               _mm256_permute2f128_ps(s[2], s[3], 0x31));
+    /* lane pairs [A0 A1, A4 A5, A2 A3, A6 A7] back in order */
+    *sa = _mm256_castpd_ps(_mm256_permute4x64_pd(
+        _mm256_castps_pd(_mm256_shuffle_ps(f03, f47, _MM_SHUFFLE(2, 0, 2, 0))), 0xd8));
+    *sb = _mm256_castpd_ps(_mm256_permute4x64_pd(
+        _mm256_castps_pd(_mm256_shuffle_ps(f03, f47, _MM_SHUFFLE(3, 1, 3, 1))), 0xd8));
+}
+
+/* n (<= 8) scores from s to dst. */
+KERN_AVX2_TARGET A2_INLINE void qk_put(float *dst, __m256 s, size_t n)
+{
+    if (n == 8) {
+        _mm256_storeu_ps(dst, s);
+        return;
+    }
+    float tmp[8] __attribute__((aligned(32)));
+    _mm256_store_ps(tmp, s);
+    for (size_t i = 0; i < n; i++)
+        dst[i] = tmp[i];
 }
 
 KERN_AVX2_TARGET A2_INLINE bool qk_run(const chunk_job *j, size_t d)
@@ -209,11 +319,11 @@ KERN_AVX2_TARGET A2_INLINE bool qk_run(const chunk_job *j, size_t d)
     if (d % 8 != 0 || heads * d > A2_QK_QMAX || heads > A2_QK_HMAX)
         return false;
     float qp[A2_QK_QMAX] __attribute__((aligned(32)));
-    float ps[A2_QK_HMAX * A2_QK_TB * 8] __attribute__((aligned(32)));
+    float ps[A2_QK_HMAX * (A2_QK_TB / 2) * 8] __attribute__((aligned(32)));
     qk_layout(j->q, cb->kv_heads, j->group, d, qp);
-    /* a last batch of fewer than 8 tokens sums stale lanes, then drops them:
+    /* a last batch of fewer than 8 pairs sums stale lanes, then drops them:
      * zeroed, they are never uninitialized stack (or a slow denormal) */
-    memset(ps, 0, heads * A2_QK_TB * 8 * sizeof(float));
+    memset(ps, 0, heads * (A2_QK_TB / 2) * 8 * sizeof(float));
     __m256 scale = _mm256_set1_ps(j->scale);
     /* two tokens at a time, one from each half of the chunk: each half's
      * rows are read in order, a stream the hardware prefetchers follow */
@@ -244,22 +354,12 @@ KERN_AVX2_TARGET A2_INLINE bool qk_run(const chunk_job *j, size_t d)
                 }
             }
         }
-        for (size_t h = 0; h < heads; h++) { /* 8 tokens' sums at once, stored in a row */
-            for (int side = 0; side < 2; side++) {
-                size_t n = side ? nb : na, first = side ? b0 : a0;
-                if (n == 0)
-                    continue;
-                __m256 s = _mm256_mul_ps(scale, hsum8(ps + (h * A2_QK_TB + 8 * (size_t)side) * 8));
-                float *dst = j->scores + h * j->ctok + first;
-                if (n == 8) {
-                    _mm256_storeu_ps(dst, s);
-                    continue;
-                }
-                float tmp[8] __attribute__((aligned(32)));
-                _mm256_store_ps(tmp, s);
-                for (size_t i = 0; i < n; i++)
-                    dst[i] = tmp[i];
-            }
+        for (size_t h = 0; h < heads; h++) { /* 8 pairs' sums at once, stored in rows */
+            __m256 sa, sb;
+            qk_fold8(ps + h * (A2_QK_TB / 2) * 8, &sa, &sb);
+            qk_put(j->scores + h * j->ctok + a0, _mm256_mul_ps(scale, sa), na);
+            if (nb != 0)
+                qk_put(j->scores + h * j->ctok + b0, _mm256_mul_ps(scale, sb), nb);
         }
     }
     return true;
