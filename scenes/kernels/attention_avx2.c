@@ -39,8 +39,10 @@
  *       bf16, so (lane << 16) is the even one as f32 and (lane & 0xffff0000)
  *       the odd one; part is laid out to match (per 16 dims, the 8 even then
  *       the 8 odd; a tail of 8 dims stays in order and is widened as 8) and
- *       goes back to dims in order at the end.  The token loop is unrolled 4
- *       times (1.12x with V in cache on host X, 2026-12-03).
+ *       goes back to dims in order at the end.  The token loop is unrolled
+ *       over the whole block: 4 times took PV 1.12x with V in cache on host
+ *       X (2026-12-03), 16 times 1.07-1.09x over 4 with V in L2 and
+ *       1.03-1.09x from DRAM on two threads on host Z3 (2026-12-07).
  *   QK takes D = 128 (Qwen3's head size) through its own instance, whose
  *       loops' bounds are constants: on host X (2026-12-03) QK with K in L2
  *       went from 0.57-0.61 to 0.60-0.67 of the FMA ceiling on one thread,
@@ -75,7 +77,8 @@
 /* PV's tokens per block (and so how far ahead it prefetches): with K and V
  * from DRAM on host X (2026-12-03) PV alone read V at 20-22 GB/s with 16,
  * 17.5 with 32, 15 with 64 (8 and 24: 18-19). */
-#define A2_TB    16
+#define A2_TB 16
+_Static_assert(A2_TB == 16, "pv_slab's unroll pragma is A2_TB's value");
 #define A2_AHEAD 3 /* QK prefetches the rows this many tokens on, into L2 */
 
 /* Token t's row (kv head 0). */
@@ -388,7 +391,7 @@ KERN_AVX2_TARGET A2_INLINE void pv_slab(const chunk_job *j, const uint16_t *cons
         o[h] = _mm256_loadu_ps(part + (size_t)h * d + 8);
     }
     const float *p = j->scores + h0 * ctok + t0;
-#pragma GCC unroll 4
+#pragma GCC unroll 16 /* A2_TB: the whole block */
     for (size_t i = 0; i < nt; i++) {
         __m256i raw = _mm256_loadu_si256((const __m256i *)(rows[i] + g * d + c0));
         __m256 ve = _mm256_castsi256_ps(_mm256_slli_epi32(raw, 16));
