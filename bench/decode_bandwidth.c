@@ -17,7 +17,10 @@
  *      cache, the sequences split over two threads: K and V bytes per second;
  *   4. qwen3_decode preset=real itself for a few rounds: per round wall,
  *      execute, staging (bind + copy back) and the bytes the execute phase
- *      reads (weights and the attention's cache rows) per second of it.
+ *      reads (weights and the attention's cache rows) per second of it, and
+ *      what this run's ceilings allow it: each byte at the lower of its
+ *      kernel's ceiling and the 2-thread stream (medians), the execute's
+ *      share of that.
  *
  * usage: decode_bandwidth [REPS] [LAYERS] [DEVICE]   (defaults 7, 2, sim;
  *        LAYERS 0 skips the scene); decode_bandwidth count (see count_only)
@@ -391,16 +394,17 @@ static void note_round(void *user, uint32_t round, const scene_case *c, const hg
     log->rounds = round;
 }
 
-/* Bytes the execute phase must read: every weight, and the cache rows the
- * attention reads (each sequence's tokens, K and V, every layer). */
-static double exec_read_bytes(const scene_case *c)
+/* Bytes the execute phase must read: every weight (*weights), and the
+ * cache rows the attention reads (*cache: each sequence's tokens, K and V,
+ * every layer). */
+static void exec_read_bytes(const scene_case *c, double *weights, double *cache)
 {
-    double bytes = 0.0;
+    *weights = *cache = 0.0;
     for (uint32_t i = 0; i < c->nargs; i++) {
         const char *name = c->args[i].name;
         if (c->args[i].dir == HG_IN && c->args[i].tensor.dtype == HG_BF16 &&
             strcmp(name, "hidden_states") != 0)
-            bytes += (double)hg_hostbuf_size(c->args[i].tensor.host);
+            *weights += (double)hg_hostbuf_size(c->args[i].tensor.host);
     }
     const hg_tensor *kc = NULL;
     const int32_t *lens = NULL;
@@ -414,12 +418,18 @@ static double exec_read_bytes(const scene_case *c)
         }
     }
     for (size_t b = 0; kc != NULL && lens != NULL && b < batch; b++)
-        bytes += 2.0 * (double)kc->shape[0] * (double)lens[b] *
-                 (double)(kc->shape[3] * kc->shape[4]) * 2;
-    return bytes;
+        *cache += 2.0 * (double)kc->shape[0] * (double)lens[b] *
+                  (double)(kc->shape[3] * kc->shape[4]) * 2;
 }
 
-static int run_scene(int reps, const char *layers, const char *spec, double stream2)
+/* What measure() found, in GB/s: the 2-thread stream (best and median) and
+ * the 2-thread ceiling as bytes of weights and of K and V (medians; 0 on a
+ * path without one). */
+typedef struct rates {
+    double stream_best, stream_med, weights, kv;
+} rates;
+
+static int run_scene(int reps, const char *layers, const char *spec, const rates *m)
 {
     const scene *s = scene_find("qwen3_decode");
     scene_log log = {0};
@@ -447,7 +457,8 @@ static int run_scene(int reps, const char *layers, const char *spec, double stre
         return 3;
     }
     int rc = scene_run_case(&o, dev, c);
-    double bytes = exec_read_bytes(c);
+    double weights, cache;
+    exec_read_bytes(c, &weights, &cache);
     scene_case_destroy(c);
     hg_device_close(dev);
     if (rc != 0 || log.rounds < 2)
@@ -462,9 +473,20 @@ static int run_scene(int reps, const char *layers, const char *spec, double stre
            log.wall[0], first_exec, wall, exec, staging);
     printf("  h2d %llu bytes, d2h %llu bytes per round\n", (unsigned long long)log.h2d,
            (unsigned long long)log.d2h);
+    double bytes = weights + cache;
     printf("  execute reads %.0f MB of weights and cache: %.2f GB/s, %.2f of the 2-thread "
            "stream's best\n",
-           bytes / 1e6, bytes / (exec * 1e6), bytes / (exec * 1e6) / stream2);
+           bytes / 1e6, bytes / (exec * 1e6), bytes / (exec * 1e6) / m->stream_best);
+    if (m->weights > 0 && m->kv > 0) {
+        /* each byte at what bounds its kernel: the ceiling or the stream */
+        double w_rate = m->weights < m->stream_med ? m->weights : m->stream_med;
+        double c_rate = m->kv < m->stream_med ? m->kv : m->stream_med;
+        double allowed = weights / (w_rate * 1e6) + cache / (c_rate * 1e6);
+        printf("  allowed by this run's ceilings: %.1f ms (%.0f MB of weights at %.2f GB/s, "
+               "%.0f MB of cache at %.2f GB/s: the median ceiling or stream, the lower); "
+               "execute %.2f of it\n",
+               allowed, weights / 1e6, w_rate, cache / 1e6, c_rate, allowed / exec);
+    }
     return 0;
 }
 
@@ -472,7 +494,7 @@ static int run_scene(int reps, const char *layers, const char *spec, double stre
 
 /* Stream and kernels interleaved rep by rep, so that both see the same
  * machine (it is shared: other load lowers both); best and median of each. */
-static int measure(int reps, double *stream2_best)
+static int measure(int reps, rates *m)
 {
     uint64_t *buf =
         mmap(NULL, STREAM_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -598,7 +620,7 @@ static int measure(int reps, double *stream2_best)
     free(ac->k);
     free(ac->v);
     free(ac);
-    *stream2_best = s2_best;
+    *m = (rates){s2_best, s2_med, p2_med * bytes_per_peak_instr(isa), p2_med * attn_bpi};
     return 0;
 }
 
@@ -637,9 +659,9 @@ int main(int argc, char **argv)
     const char *layers = argc > 2 ? argv[2] : "2";
     const char *spec = argc > 3 ? argv[3] : "sim";
     reps = reps < 1 ? 1 : reps > 63 ? 63 : reps;
-    double stream2 = 0.0;
-    int rc = measure(reps, &stream2);
+    rates m = {0};
+    int rc = measure(reps, &m);
     if (rc != 0 || strcmp(layers, "0") == 0) /* LAYERS 0: the kernel only */
         return rc;
-    return run_scene(reps, layers, spec, stream2);
+    return run_scene(reps, layers, spec, &m);
 }
