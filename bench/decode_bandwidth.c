@@ -15,7 +15,8 @@
  *      per second, on the dispatched path and on the portable one;
  *   3. the attention kernels (QK, softmax, PV) over one real layer's KV
  *      cache, the sequences split over two threads: K and V bytes per second;
- *   4. qwen3_decode preset=real itself for a few rounds: per round wall,
+ *   4. qwen3_decode preset=real itself for a few rounds (`--residency all`:
+ *      the step's goal is for later rounds that move only what changed): per round wall,
  *      execute, staging (bind + copy back) and the bytes the execute phase
  *      reads (weights and the attention's cache rows) per second of it, and
  *      what this run's ceilings allow it: each byte at the lower of its
@@ -437,6 +438,7 @@ static int run_scene(int reps, const char *layers, const char *spec, const rates
                         .rounds = (uint32_t)reps + 1,
                         .quiet = true,
                         .skip_golden = true,
+                        .residency = SCENE_RESIDENCY_ALL, /* later rounds move only what changed */
                         .on_round = note_round,
                         .on_round_user = &log,
                         .out = stdout,
