@@ -477,8 +477,13 @@ KERN_AVX2_TARGET bool kern_attn_pv_avx2(const chunk_job *j)
     for (size_t t0 = 0; t0 < j->tokens; t0 += A2_TB) {
         size_t nt = j->tokens - t0 < A2_TB ? j->tokens - t0 : A2_TB;
         size_t t1 = t0 + nt, next = j->tokens - t1 < A2_TB ? j->tokens - t1 : A2_TB;
-        for (size_t i = 0; i < nt; i++)
-            rows[i] = token_row(cb, t0 + i);
+        /* one division a block: the rows of a cache block are strides[0] apart */
+        const hg_kview *blk = &cb->blocks[t0 / cb->block_size];
+        for (size_t i = 0, o = t0 % cb->block_size; i < nt; i++) {
+            rows[i] = (const uint16_t *)blk->data + o * blk->strides[0];
+            if (++o == cb->block_size)
+                blk++, o = 0;
+        }
         a2_pf pf = {NULL, NULL};
         if (next > 0) { /* the next tokens that share t1's block: contiguous rows */
             size_t block_end = (t1 / cb->block_size + 1) * cb->block_size;
