@@ -154,7 +154,7 @@ A2_INLINE void even_odd16(const float *src, float *dst)
 
 /* Whether a pass of nh heads takes qk5's asm loop (else qk_heads' 8-dim
  * steps). */
-#define A2_QK_ASM(nh, d) ((nh) == A2_QK_MAXH && (d) % 16 == 0)
+#define A2_QK_ASM(nh, d) ((nh) == A2_QK_MAXH && (d) >= 16 && (d) % 16 == 0)
 
 /* QK's q, laid out per pass (the nh heads from h0 of one kv head), so that
  * the loop reads q through one pointer and constant offsets: for qk5, per
@@ -218,6 +218,24 @@ KERN_AVX2_TARGET static void permute16(float *x, size_t n, size_t d)
     "vfmadd231ps %%ymm12, %%ymm10, %[a4]\n\t"                                                      \
     "vfmadd231ps %%ymm12, %%ymm11, %[b4]\n\t"
 
+/* 16 dims: the rows' even halves (shifted) against q's even dims, their
+ * odd halves (masked with ymm13) against q's odd dims, then the pointers to
+ * the next 16. */
+#define QK5_EVEN                                                                                   \
+    "vmovdqu (%[k0]), %%ymm10\n\t"                                                                 \
+    "vmovdqu (%[k1]), %%ymm11\n\t"                                                                 \
+    "vpslld $16, %%ymm10, %%ymm10\n\t"                                                             \
+    "vpslld $16, %%ymm11, %%ymm11\n\t"
+#define QK5_ODD                                                                                    \
+    "vpand (%[k0]), %%ymm13, %%ymm10\n\t"                                                          \
+    "vpand (%[k1]), %%ymm13, %%ymm11\n\t"
+#define QK5_NEXT                                                                                   \
+    "add $32, %[k0]\n\t"                                                                           \
+    "add $32, %[k1]\n\t"                                                                           \
+    "add $320, %[q]\n\t"
+#define QK5_STEP "" QK5_EVEN QK5_HALF(0) QK5_ODD QK5_HALF(32) QK5_NEXT
+
+/* n > 0 steps (A2_QK_ASM). */
 KERN_AVX2_TARGET A2_INLINE void qk5(const float *q, const uint16_t *k0, const uint16_t *k1,
                                     size_t n, __m256 *a, __m256 *b)
 {
@@ -227,17 +245,7 @@ KERN_AVX2_TARGET A2_INLINE void qk5(const float *q, const uint16_t *k0, const ui
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0;
     __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0;
     __asm__("vmovdqa %[top], %%ymm13\n\t"
-            "1:\n\t"
-            "vmovdqu (%[k0]), %%ymm10\n\t"
-            "vmovdqu (%[k1]), %%ymm11\n\t"
-            "vpslld $16, %%ymm10, %%ymm10\n\t"
-            "vpslld $16, %%ymm11, %%ymm11\n\t" QK5_HALF(
-                0) "vpand (%[k0]), %%ymm13, %%ymm10\n\t"
-                   "vpand (%[k1]), %%ymm13, %%ymm11\n\t" QK5_HALF(32) "add $32, %[k0]\n\t"
-                                                                      "add $32, %[k1]\n\t"
-                                                                      "add $320, %[q]\n\t"
-                                                                      "dec %[n]\n\t"
-                                                                      "jnz 1b\n\t"
+            "1:\n\t" QK5_STEP "dec %[n]\n\tjnz 1b\n\t"
             : [a0] "+x"(a0), [a1] "+x"(a1), [a2] "+x"(a2), [a3] "+x"(a3), [a4] "+x"(a4),
               [b0] "+x"(b0), [b1] "+x"(b1), [b2] "+x"(b2), [b3] "+x"(b3), [b4] "+x"(b4),
               [q] "+r"(q), [k0] "+r"(k0), [k1] "+r"(k1), [n] "+r"(n)
