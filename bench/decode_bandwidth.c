@@ -544,8 +544,8 @@ static int measure(int reps, rates *m)
          * slow (on host Z3 wq/wo measured 0.69 of the ceiling at the median
          * where the same matrix, again at the end of the rep, measured 0.77;
          * 10.2 GB/s against 11.0 after a 1 GiB read instead of 64 MiB, in a
-         * harness); the ceiling's 20 ms of FMAs start the kernels from the
-         * state they ran in */
+         * harness); with the ceiling's 20 ms of FMAs between the stream and
+         * the kernels, both are measured from one state */
         peak_once(&h, &p1[r], &p2[r]);
         for (int i = 0; i < NSHAPES; i++)
             fast[i][r] = proj_once(&pc[i], &h);
