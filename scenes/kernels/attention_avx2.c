@@ -155,6 +155,7 @@ A2_INLINE void even_odd16(const float *src, float *dst)
 /* Whether a pass of nh heads takes qk5's asm loop (else qk_heads' 8-dim
  * steps). */
 #define A2_QK_ASM(nh, d) ((nh) == A2_QK_MAXH && (d) >= 16 && (d) % 16 == 0)
+_Static_assert(A2_QK_MAXH == 5, "qk5's asm takes 5 heads (QK5_HALF) and 320-byte q steps");
 
 /* QK's q, laid out per pass (the nh heads from h0 of one kv head), so that
  * the loop reads q through one pointer and constant offsets: for qk5, per
