@@ -431,14 +431,11 @@ typedef struct rates {
     double stream_best, weights_best, kv_best;
 } rates;
 
-/* ms that weights and cache bytes take, each at the lower of its kernel's
- * ceiling and the stream (GB/s). */
-static double allowed_ms(double weights, double cache, double w_ceiling, double kv_ceiling,
-                         double stream)
+/* The rate (GB/s) that bounds a kernel: the lower of its ceiling and the
+ * stream. */
+static double bound(double ceiling, double stream)
 {
-    double w_rate = w_ceiling < stream ? w_ceiling : stream;
-    double c_rate = kv_ceiling < stream ? kv_ceiling : stream;
-    return weights / (w_rate * 1e6) + cache / (c_rate * 1e6);
+    return ceiling < stream ? ceiling : stream;
 }
 
 static int run_scene(int reps, const char *layers, const char *spec, const rates *m)
@@ -492,11 +489,11 @@ static int run_scene(int reps, const char *layers, const char *spec, const rates
            bytes / 1e6, bytes / (exec * 1e6), bytes / (exec * 1e6) / m->stream_best);
     if (m->weights > 0 && m->kv > 0) {
         /* each byte at what bounds its kernel: the ceiling or the stream */
-        double w_rate = m->weights < m->stream_med ? m->weights : m->stream_med;
-        double c_rate = m->kv < m->stream_med ? m->kv : m->stream_med;
-        double allowed = allowed_ms(weights, cache, m->weights, m->kv, m->stream_med);
+        double w_rate = bound(m->weights, m->stream_med), c_rate = bound(m->kv, m->stream_med);
+        double allowed = weights / (w_rate * 1e6) + cache / (c_rate * 1e6);
         /* median() sorted the later rounds: the fastest is the first */
-        double best = allowed_ms(weights, cache, m->weights_best, m->kv_best, m->stream_best);
+        double best = weights / (bound(m->weights_best, m->stream_best) * 1e6) +
+                      cache / (bound(m->kv_best, m->stream_best) * 1e6);
         printf("  allowed by this run's ceilings: %.1f ms (%.0f MB of weights at %.2f GB/s, "
                "%.0f MB of cache at %.2f GB/s: the median ceiling or stream, the lower); "
                "execute %.2f of it (the fastest round against the best reps' ceiling and "
@@ -637,8 +634,12 @@ static int measure(int reps, rates *m)
     free(ac->k);
     free(ac->v);
     free(ac);
-    *m = (rates){s2_med, p2_med * bytes_per_peak_instr(isa), p2_med * attn_bpi, s2_best, c_best,
-                 a_best};
+    *m = (rates){.stream_med = s2_med,
+                 .weights = p2_med * bytes_per_peak_instr(isa),
+                 .kv = p2_med * attn_bpi,
+                 .stream_best = s2_best,
+                 .weights_best = c_best,
+                 .kv_best = a_best};
     return 0;
 }
 
