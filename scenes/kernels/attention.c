@@ -37,26 +37,6 @@ ATTN_INLINE float dotf(const float *a, const float *b, size_t n)
     return lane[0];
 }
 
-/* e^x for x <= 0 (a softmax's scores minus their max), relative error
- * ~2e-7: x = n ln2 + r with |r| <= ln2 / 2, e^r by its degree-6 Taylor
- * polynomial, 2^n through the exponent bits.  Plain arithmetic, so it
- * vectorizes; a call to expf does not. */
-ATTN_INLINE float exp_nonpositive(float x)
-{
-    union {
-        uint32_t u;
-        float f;
-    } pow2;
-    x = x < -87.0f ? -87.0f : x;
-    int n = (int)(x * 1.44269504f - 0.5f); /* round to nearest for x <= 0 */
-    float r = x - (float)n * 0.693359375f + (float)n * 2.12194440e-4f;
-    float p =
-        1.0f +
-        r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r / 720)))));
-    pow2.u = (uint32_t)(n + 127) << 23;
-    return p * pow2.f;
-}
-
 static bool blocks_of(const hg_kernel_ctx *ctx, uint32_t first, uint32_t nb, chunk_blocks *cb)
 {
     if (nb == 0 || nb > KERN_ATTN_MAX_BLOCKS || first + nb > ctx->nargs)
@@ -142,7 +122,7 @@ ATTN_INLINE void softmax_row(float *row, size_t n, float *m, float *l)
     for (; t < n; t++)
         mx = row[t] > mx ? row[t] : mx;
     for (t = 0; t < n; t++)
-        row[t] = exp_nonpositive(row[t] - mx);
+        row[t] = kern_exp_nonpositive(row[t] - mx);
     float sum = 0.0f;
     for (int k = 0; k < 16; k++)
         lane[k] = 0.0f;
@@ -412,7 +392,7 @@ ATTN_AVX512 static void attn_avx512(attn_kernel k, const chunk_job *j)
     }
 }
 
-/* exp_nonpositive on 16 lanes, the same operations in the same order (so
+/* kern_exp_nonpositive on 16 lanes, the same operations in the same order (so
  * the same bits: the build contracts no a * b + c in either). */
 ATTN_AVX512 ATTN_INLINE __m512 exp16_nonpositive(__m512 x)
 {
@@ -433,7 +413,7 @@ ATTN_AVX512 ATTN_INLINE __m512 exp16_nonpositive(__m512 x)
 }
 
 /* softmax_row in zmm registers, with its results bit for bit: the max is
- * exact in any order, exp16 is exp_nonpositive lane by lane, and the sum
+ * exact in any order, exp16 is kern_exp_nonpositive lane by lane, and the sum
  * adds in softmax_row's order (16 lanes over whole vectors, the lanes in
  * turn, then the tail). */
 ATTN_AVX512 static void softmax_avx512(float *row, size_t n, float *m, float *l)

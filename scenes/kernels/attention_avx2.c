@@ -526,7 +526,7 @@ KERN_AVX2_TARGET bool kern_attn_pv_avx2(const chunk_job *j)
 
 /* -------------------------------------------------------------- softmax */
 
-/* attention.c's exp_nonpositive on 8 lanes, the same operations in the same
+/* kern_exp_nonpositive (kernels.h) on 8 lanes, the same operations in the same
  * order (the build contracts no a * b + c), so the same bits. */
 KERN_AVX2_TARGET A2_INLINE __m256 exp8_nonpositive(__m256 x)
 {
@@ -548,7 +548,7 @@ KERN_AVX2_TARGET A2_INLINE __m256 exp8_nonpositive(__m256 x)
 
 /* softmax_row's results bit for bit: the max is exact in any order (a NaN
  * score is skipped, as softmax_row's compare skips it), exp8 is
- * exp_nonpositive lane by lane, and the sum adds in softmax_row's order (16
+ * kern_exp_nonpositive lane by lane, and the sum adds in softmax_row's order (16
  * lanes over whole groups of 16, the lanes in turn, then the tail). */
 KERN_AVX2_TARGET void kern_attn_softmax_avx2(float *row, size_t n, float *m, float *l)
 {

@@ -45,6 +45,40 @@ static inline uint16_t kern_f32_to_bf16(float f)
     return (uint16_t)(u >> 16);
 }
 
+/* e^x for x in [-87, 0], relative error ~2e-7: x = n ln2 + r with |r| <=
+ * ln2 / 2, e^r by its degree-6 Taylor polynomial, 2^n through the exponent
+ * bits.  Plain arithmetic with no branch, so a loop of it vectorizes (a
+ * call to expf does not); a clamp in the same loop does not, since GCC 12
+ * then folds the clamped lanes' constant into a branch. */
+static inline float kern_exp_clamped(float x)
+{
+    union {
+        uint32_t u;
+        float f;
+    } pow2;
+    int n = (int)(x * 1.44269504f - 0.5f); /* round to nearest for x <= 0 */
+    float r = x - (float)n * 0.693359375f + (float)n * 2.12194440e-4f;
+    float p =
+        1.0f +
+        r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r / 720)))));
+    pow2.u = (uint32_t)(n + 127) << 23;
+    return p * pow2.f;
+}
+
+/* x clamped to [-87, 0]'s lower end: below -87, or a NaN, is -87 (e^-87 is
+ * still a normal float, and the conversion to int stays in range), as the
+ * SIMD paths' max(x, -87) takes it. */
+static inline float kern_exp_floor(float x)
+{
+    return x >= -87.0f ? x : -87.0f;
+}
+
+/* e^x for x <= 0 (a softmax's scores minus their max). */
+static inline float kern_exp_nonpositive(float x)
+{
+    return kern_exp_clamped(kern_exp_floor(x));
+}
+
 /* ------------------------------------------------------- tiled matrices */
 
 typedef struct kern_mat {

@@ -195,7 +195,7 @@ const char kern_cl_source[] = KERN_CL_HELPERS CL_BLOCK_MACROS
     /* exp_nonpositive and softmax_row as attention.c has them (the same
      * operations in the same order, so the same bits) */
     "inline float kc_exp_nonpositive(float x) {\n"
-    "    x = x < -87.0f ? -87.0f : x;\n"
+    "    x = x >= -87.0f ? x : -87.0f;\n"
     "    int n = (int)(x * 1.44269504f - 0.5f);\n"
     "    float r = x - (float)n * 0.693359375f + (float)n * 2.12194440e-4f;\n"
     "    float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 +\n"

@@ -155,6 +155,33 @@ static int kv_write_task(const hg_kernel_ctx *ctx)
     return 0;
 }
 
+/* SiLU(g) x u, n (<= SILU_BLOCK) floats into a: g sigmoid(g) u, the
+ * sigmoid from e = e^-|g|, 1 / (1 + e) for g >= 0 and e / (1 + e) below.
+ * Called with n = SILU_BLOCK, a constant, GCC vectorizes both loops at -O2
+ * (the clamp apart from the exp: kernels.h); with a call to expf a lane at
+ * a time SiLU took ~1% of the decode step (preset=real). */
+#define SILU_BLOCK 16
+__attribute__((always_inline)) static inline void
+silu_block(const float *restrict g, const float *restrict u, size_t n, float *restrict a)
+{
+    float x[SILU_BLOCK];
+    for (size_t i = 0; i < n; i++)
+        x[i] = kern_exp_floor(-fabsf(g[i]));
+    for (size_t i = 0; i < n; i++) {
+        float e = kern_exp_clamped(x[i]);
+        float s = (g[i] >= 0.0f ? 1.0f : e) / (1.0f + e);
+        a[i] = g[i] * s * u[i];
+    }
+}
+
+static void silu_mul_row(const float *g, const float *u, size_t n, float *a)
+{
+    size_t full = n / SILU_BLOCK * SILU_BLOCK;
+    for (size_t i = 0; i < full; i += SILU_BLOCK)
+        silu_block(g + i, u + i, SILU_BLOCK, a + i);
+    silu_block(g + full, u + full, n - full, a + full);
+}
+
 static int silu_mul_task(const hg_kernel_ctx *ctx)
 {
     kern_mat g, u, a;
@@ -164,15 +191,14 @@ static int silu_mul_task(const hg_kernel_ctx *ctx)
     size_t n = kern_mat_cols(&g);
     if (kern_mat_cols(&u) != n || kern_mat_cols(&a) != n || u.rows != g.rows || a.rows != g.rows)
         return 1;
-    float *row = malloc(2 * n * sizeof(float) + 1);
+    float *row = malloc(3 * n * sizeof(float) + 1);
     if (row == NULL)
         return 1;
     for (size_t r = 0; r < g.rows; r++) {
         kern_mat_get_row(&g, r, row);
         kern_mat_get_row(&u, r, row + n);
-        for (size_t i = 0; i < n; i++)
-            row[i] = row[i] / (1.0f + expf(-row[i])) * row[n + i];
-        kern_mat_put_row(&a, r, row);
+        silu_mul_row(row, row + n, n, row + 2 * n);
+        kern_mat_put_row(&a, r, row + 2 * n);
     }
     free(row);
     return 0;
