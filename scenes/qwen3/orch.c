@@ -3,8 +3,10 @@
  * and slot_mapping on the host, checks them, and submits, per layer and per
  * tile row of up to QWEN3_TILE_ROWS sequences:
  *
- *   rmsnorm            1          x (bf16 rows) -> xn (f32)
- *   proj q, k, v       per column tile: xn . W^T -> q, k, v tiles
+ *   rmsnorm            2          x (bf16 rows) -> xn (f32), a task per half of
+ *                                 the rows (as add_rmsnorm and residual)
+ *   proj q, k, v       per column tile: xn . W^T -> q, k, v tiles (a phase's
+ *                      last QWEN3_TAIL_TILES tiles: a task per half of the rows)
  *   head_norm_rope     per q and k tile: per-head RMSNorm, RoPE -> qr, kr
  *   kv_write           per sequence: its kr and v rows -> bf16 rows of the
  *                      caches at its slot (OUT views of exactly those rows)
@@ -12,12 +14,12 @@
  *   proj o             per column tile: attn . Wo^T -> o
  *   (allreduce o)      a rank's share of a split step (split.c, `user` is
  *                      its scene_tp): o summed over the ranks
- *   add_rmsnorm        1          h1 = x + o, xn2 = RMSNorm(h1)
+ *   add_rmsnorm        2          h1 = x + o, xn2 = RMSNorm(h1)
  *   proj gate, up      per column tile
  *   silu_mul           per gate tile: act = SiLU(gate) x up
  *   proj down          per column tile: act . Wd^T -> d
  *   (allreduce d)      split: d summed over the ranks
- *   residual           1          bf16(h1 + d) -> the next layer's x, or out
+ *   residual           2          bf16(h1 + d) -> the next layer's x, or out
  *
  * Projection outputs live in run-owned scratch as column tiles stored one
  * after another (kernels.h), so each projection task's OUT view is exactly
@@ -289,18 +291,61 @@ static hg_task_arg layer_vec(const plan *p, uint32_t arg, size_t l)
     return targ(p->idx[arg], HG_IN, wl_view(t, l * n, 1, &n, &one));
 }
 
-/* y = x . W[l]^T, one task per column tile of y. */
+/* Rows [r, r + n) of a matrix arg: its view's second-to-last dim (a 2-D
+ * matrix or a tiled 3-D one). */
+static hg_task_arg arg_rows(hg_task_arg a, size_t r, size_t n)
+{
+    uint32_t d = a.view.ndims - 2;
+    a.view.offset += r * a.view.strides[d];
+    a.view.shape[d] = n;
+    return a;
+}
+
+/* A row-wise kernel (each row of its matrix args on its own: rmsnorm,
+ * add_rmsnorm, residual) as two tasks, each on half the rows of the args
+ * in mask (bit i: arg i is a matrix of `rows` rows), so that both cores
+ * take part in what is otherwise one serial task between two phases. */
+static int submit_halves(hg_orch *o, const hg_kernel *k, const hg_task_arg *a, uint32_t n,
+                         uint32_t mask, size_t rows, const uint64_t *sc, uint32_t nsc)
+{
+    hg_task_arg h[8];
+    size_t half = (rows + 1) / 2;
+    int rc = 0;
+    for (size_t r = 0; rc == 0 && r < rows; r += half) {
+        size_t m = rows - r < half ? rows - r : half;
+        for (uint32_t i = 0; i < n && i < 8; i++)
+            h[i] = mask >> i & 1u ? arg_rows(a[i], r, m) : a[i];
+        rc = submit(o, k, h, n, sc, nsc);
+    }
+    return rc;
+}
+
+/* y = x . W[l]^T, one task per column tile of y.  Where the projection ends
+ * a phase (`last`: the next task needs every tile), its last QWEN3_TAIL_TILES
+ * tiles go as two tasks each, on two halves of the rows (a multiple of 4,
+ * the AVX2 kernel's rows a pass): a phase then ends in tasks half as long,
+ * and a core waits half as long for the other's last one.  Each half reads
+ * the whole tile of weights, so these tiles' weights are read twice. */
 static int submit_proj(hg_orch *o, const plan *p, hg_task_arg x, uint32_t warg, size_t l,
-                       const tiled *y, size_t rt, size_t rows)
+                       const tiled *y, size_t rt, size_t rows, bool last)
 {
     const hg_tensor *w3 = &p->a[warg]->tensor;
-    size_t n = w3->shape[1], k = w3->shape[2];
+    size_t n = w3->shape[1], k = w3->shape[2], tiles = y->cols / y->w;
+    size_t half = ((rows + 1) / 2 + 3) / 4 * 4; /* the rows over 2, up to a multiple of 4 */
     int rc = 0;
-    for (size_t j = 0; rc == 0 && j < y->cols / y->w; j++) {
+    for (size_t j = 0; rc == 0 && j < tiles; j++) {
         hg_task_arg a[3] = {
             x, targ(p->idx[warg], HG_IN, view2(w3, (l * n + j * y->w) * k, y->w, k, k)),
             targ(y->arg, HG_OUT, tile_at(y, rt, j, rows))};
-        rc = submit(o, kern_proj_for(x.view.dtype), a, 3, NULL, 0);
+        if (!last || j + QWEN3_TAIL_TILES < tiles || half >= rows) {
+            rc = submit(o, kern_proj_for(x.view.dtype), a, 3, NULL, 0);
+            continue;
+        }
+        for (size_t r = 0; rc == 0 && r < rows; r += half) {
+            size_t m = rows - r < half ? rows - r : half;
+            hg_task_arg h[3] = {arg_rows(a[0], r, m), a[1], arg_rows(a[2], r, m)};
+            rc = submit(o, kern_proj_for(x.view.dtype), h, 3, NULL, 0);
+        }
     }
     return rc;
 }
@@ -347,11 +392,11 @@ static int submit_qkv(hg_orch *o, const plan *p, size_t l, size_t rt)
     size_t rows = p->batch - r0 < QWEN3_TILE_ROWS ? p->batch - r0 : QWEN3_TILE_ROWS;
     hg_task_arg xn = targ(p->xn.arg, HG_OUT, rows_of(&p->xn, 0, r0, rows));
     hg_task_arg a[3] = {layer_in(p, l, r0, rows), layer_vec(p, QA_W_IN, l), xn};
-    int rc = submit(o, &qwen3_rmsnorm, a, 3, &p->eps, 1);
+    int rc = submit_halves(o, &qwen3_rmsnorm, a, 3, 0x5, rows, &p->eps, 1);
     xn.access = HG_IN;
-    if (rc == 0 && (rc = submit_proj(o, p, xn, QA_WQ, l, &p->q, rt, rows)) == 0 &&
-        (rc = submit_proj(o, p, xn, QA_WK, l, &p->k, rt, rows)) == 0 &&
-        (rc = submit_proj(o, p, xn, QA_WV, l, &p->v, rt, rows)) == 0 &&
+    if (rc == 0 && (rc = submit_proj(o, p, xn, QA_WQ, l, &p->q, rt, rows, false)) == 0 &&
+        (rc = submit_proj(o, p, xn, QA_WK, l, &p->k, rt, rows, false)) == 0 &&
+        (rc = submit_proj(o, p, xn, QA_WV, l, &p->v, rt, rows, true)) == 0 &&
         (rc = submit_norm_rope(o, p, &p->q, &p->qr, QA_Q_NORM, l, rt, rows)) == 0)
         rc = submit_norm_rope(o, p, &p->k, &p->kr, QA_K_NORM, l, rt, rows);
     for (size_t b = r0; rc == 0 && b < r0 + rows; b++)
@@ -398,18 +443,18 @@ static int submit_mlp(hg_orch *o, const plan *p, size_t l, size_t rt)
     hg_task_arg attn = targ(p->attn.arg, HG_IN, rows_of(&p->attn, 0, r0, rows));
     hg_task_arg h1 = targ(p->h1.arg, HG_OUT, rows_of(&p->h1, 0, r0, rows));
     hg_task_arg xn2 = targ(p->xn2.arg, HG_OUT, rows_of(&p->xn2, 0, r0, rows));
-    int rc = submit_proj(o, p, attn, QA_WO, l, &p->o, rt, rows);
+    int rc = submit_proj(o, p, attn, QA_WO, l, &p->o, rt, rows, true);
     if (rc == 0)
         rc = submit_allreduce(o, p, &p->o, rt);
     hg_task_arg a[5] = {layer_in(p, l, r0, rows),
                         targ(p->o.arg, HG_IN, tile_rows(&p->o, rt, 0, rows)),
                         layer_vec(p, QA_W_POST, l), h1, xn2};
     if (rc == 0)
-        rc = submit(o, &qwen3_add_rmsnorm, a, 5, &p->eps, 1);
+        rc = submit_halves(o, &qwen3_add_rmsnorm, a, 5, 0x1b, rows, &p->eps, 1);
     xn2.access = HG_IN;
     h1.access = HG_IN;
-    if (rc == 0 && (rc = submit_proj(o, p, xn2, QA_W_GATE, l, &p->gate, rt, rows)) == 0)
-        rc = submit_proj(o, p, xn2, QA_W_UP, l, &p->up, rt, rows);
+    if (rc == 0 && (rc = submit_proj(o, p, xn2, QA_W_GATE, l, &p->gate, rt, rows, false)) == 0)
+        rc = submit_proj(o, p, xn2, QA_W_UP, l, &p->up, rt, rows, true);
     for (size_t j = 0; rc == 0 && j < p->gate.cols / p->gate.w; j++) {
         hg_task_arg s[3] = {targ(p->gate.arg, HG_IN, tile_at(&p->gate, rt, j, rows)),
                             targ(p->up.arg, HG_IN, tile_at(&p->up, rt, j, rows)),
@@ -418,12 +463,12 @@ static int submit_mlp(hg_orch *o, const plan *p, size_t l, size_t rt)
     }
     hg_task_arg act = targ(p->act.arg, HG_IN, tile_rows(&p->act, rt, 0, rows));
     if (rc == 0)
-        rc = submit_proj(o, p, act, QA_W_DOWN, l, &p->down, rt, rows);
+        rc = submit_proj(o, p, act, QA_W_DOWN, l, &p->down, rt, rows, true);
     if (rc == 0)
         rc = submit_allreduce(o, p, &p->down, rt);
     hg_task_arg r[3] = {h1, targ(p->down.arg, HG_IN, tile_rows(&p->down, rt, 0, rows)),
                         layer_out(p, l, r0, rows)};
-    return rc != 0 ? rc : submit(o, &qwen3_residual, r, 3, NULL, 0);
+    return rc != 0 ? rc : submit_halves(o, &qwen3_residual, r, 3, 0x7, rows, NULL, 0);
 }
 
 int qwen3_orchestrate(hg_orch *o, void *user)

@@ -37,6 +37,8 @@
 #include "scene/scene.h"
 
 #define QWEN3_TILE_ROWS 16 /* batch rows a projection task takes (one weight pass) */
+/* A phase's last projection tiles that go as two tasks of half the rows (orch.c) */
+#define QWEN3_TAIL_TILES 2
 
 typedef struct qwen3_dims {
     size_t layers, batch, hidden, heads, kv_heads, head_dim, inter;

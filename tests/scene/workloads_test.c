@@ -182,8 +182,19 @@ static uint64_t qwen3_expected_tasks(const scene_case *c)
     const int32_t *lens = scene_case_data(c, QA_SEQ_LENS);
     uint64_t per_layer = 0;
     for (size_t r0 = 0; r0 < batch; r0 += QWEN3_TILE_ROWS) {
+        size_t rows = batch - r0 < QWEN3_TILE_ROWS ? batch - r0 : QWEN3_TILE_ROWS;
+        /* rmsnorm, add_rmsnorm and residual: a task per half of the rows */
+        uint64_t halves = rows >= 2 ? 2 : 1;
+        /* the last QWEN3_TAIL_TILES tiles of v, o, up and down: one task
+         * more each, where the rows over 2, up to a multiple of 4, are fewer
+         * than the rows */
+        bool split = ((rows + 1) / 2 + 3) / 4 * 4 < rows;
+        size_t t = QWEN3_TAIL_TILES;
+        uint64_t tails =
+            split ? (nkv < t ? nkv : t) + (no < t ? no : t) + (ng < t ? ng : t) + (nd < t ? nd : t)
+                  : 0;
         /* rmsnorm, q k v, two norm-ropes, add_rmsnorm, o, gate, up, silu, down, residual */
-        per_layer += 1 + nq + 2 * nkv + nq + nkv + 1 + no + 3 * ng + nd + 1;
+        per_layer += 3 * halves + nq + 2 * nkv + nq + nkv + no + 3 * ng + nd + tails;
     }
     for (size_t b = 0; b < batch; b++) {
         size_t blocks = ((size_t)lens[b] + block - 1) / block;
