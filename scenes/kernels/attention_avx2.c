@@ -350,6 +350,7 @@ KERN_AVX2_TARGET A2_INLINE bool qk_run(const chunk_job *j, size_t d)
      * zeroed, they are never uninitialized stack (or a slow denormal) */
     memset(ps, 0, heads * (A2_QK_TB / 2) * 8 * sizeof(float));
     __m256 scale = _mm256_set1_ps(j->scale);
+    bool five = j->group == A2_QK_MAXH && A2_QK_ASM(A2_QK_MAXH, d);
     /* two tokens at a time, one from each half of the chunk: each half's
      * rows are read in order, a stream the hardware prefetchers follow */
     size_t half = (j->tokens + 15) / 16 * 8;
@@ -375,6 +376,11 @@ KERN_AVX2_TARGET A2_INLINE bool qk_run(const chunk_job *j, size_t d)
                     _mm_prefetch(pa1 + g * d * 2 + off, _MM_HINT_T1);
                 }
                 const uint16_t *k = row + g * d, *k1 = row1 + g * d;
+                if (five) { /* Qwen3's group: one pass, no dispatch on its heads */
+                    size_t h0 = g * A2_QK_MAXH;
+                    qk_pass(qp + h0 * d, k, k1, d, A2_QK_MAXH, ps + (h0 * (A2_QK_TB / 2) + i) * 8);
+                    continue;
+                }
                 for (size_t h0 = g * j->group; h0 < (g + 1) * j->group; h0 += A2_QK_MAXH) {
                     size_t left = (g + 1) * j->group - h0;
                     int nh = (int)(left < A2_QK_MAXH ? left : A2_QK_MAXH);
@@ -401,13 +407,24 @@ KERN_AVX2_TARGET bool kern_attn_qk_avx2(const chunk_job *j)
 
 /* ------------------------------------------------------------------- PV */
 
-/* part (dims in permute16's order) [h][c0, c0 + 16) += the block's tokens'
- * p[h][t] V[t] for the nh heads from h0 (kv head g), in token order. */
-KERN_AVX2_TARGET A2_INLINE void pv_slab(const chunk_job *j, const uint16_t *const *rows, size_t t0,
-                                        size_t nt, size_t g, size_t h0, int nh, size_t c0)
+/* One pass of PV over a block: the nh heads from h0 of kv head g, their
+ * weights at ph[h] (token t0 of head h0 + h's row of p), V's piece of the
+ * pass at each row's byte 2 off, and the heads' rows of part from pp, d
+ * apart.  Everything a slab needs is a register or a constant offset (with
+ * addresses formed in the slab, GCC spent a lea a head per token and ~50
+ * instructions a slab). */
+typedef struct pv_pass {
+    const uint16_t *const *rows;
+    const float *ph[A2_PV_MAXH];
+    float *pp;
+    size_t off;
+} pv_pass;
+
+/* part (dims in permute16's order) [h][c0, c0 + 16) += the block's nt
+ * tokens' p[h][t] V[t], in token order. */
+KERN_AVX2_TARGET A2_INLINE void pv_slab(const pv_pass *a, size_t nt, int nh, size_t d, size_t c0)
 {
-    size_t ctok = j->ctok, d = j->cb->d;
-    float *part = j->part + h0 * d + c0;
+    float *part = a->pp + c0;
     const __m256i top = _mm256_set1_epi32((int)0xffff0000u);
     __m256 e[A2_PV_MAXH], o[A2_PV_MAXH];
 #pragma GCC unroll 6
@@ -415,15 +432,14 @@ KERN_AVX2_TARGET A2_INLINE void pv_slab(const chunk_job *j, const uint16_t *cons
         e[h] = _mm256_loadu_ps(part + (size_t)h * d);
         o[h] = _mm256_loadu_ps(part + (size_t)h * d + 8);
     }
-    const float *p = j->scores + h0 * ctok + t0;
 #pragma GCC unroll 16 /* A2_TB: the whole block */
     for (size_t i = 0; i < nt; i++) {
-        __m256i raw = _mm256_loadu_si256((const __m256i *)(rows[i] + g * d + c0));
+        __m256i raw = _mm256_loadu_si256((const __m256i *)(a->rows[i] + a->off + c0));
         __m256 ve = _mm256_castsi256_ps(_mm256_slli_epi32(raw, 16));
         __m256 vo = _mm256_castsi256_ps(_mm256_and_si256(raw, top));
 #pragma GCC unroll 6
         for (int h = 0; h < nh; h++) {
-            __m256 w = _mm256_broadcast_ss(p + (size_t)h * ctok + i);
+            __m256 w = _mm256_broadcast_ss(a->ph[h] + i);
             e[h] = _mm256_fmadd_ps(w, ve, e[h]);
             o[h] = _mm256_fmadd_ps(w, vo, o[h]);
         }
@@ -436,44 +452,49 @@ KERN_AVX2_TARGET A2_INLINE void pv_slab(const chunk_job *j, const uint16_t *cons
 }
 
 /* The tail of 8 dims (D = 16 m + 8), in order. */
-KERN_AVX2_TARGET A2_INLINE void pv_tail(const chunk_job *j, const uint16_t *const *rows, size_t t0,
-                                        size_t nt, size_t g, size_t h0, int nh, size_t c0)
+KERN_AVX2_TARGET A2_INLINE void pv_tail(const pv_pass *a, size_t nt, int nh, size_t d, size_t c0)
 {
-    size_t ctok = j->ctok, d = j->cb->d;
-    float *part = j->part + h0 * d + c0;
+    float *part = a->pp + c0;
     __m256 acc[A2_PV_MAXH];
 #pragma GCC unroll 6
     for (int h = 0; h < nh; h++)
         acc[h] = _mm256_loadu_ps(part + (size_t)h * d);
-    const float *p = j->scores + h0 * ctok + t0;
     for (size_t i = 0; i < nt; i++) {
-        __m256 v = kern_widen8(rows[i] + g * d + c0);
+        __m256 v = kern_widen8(a->rows[i] + a->off + c0);
 #pragma GCC unroll 6
         for (int h = 0; h < nh; h++)
-            acc[h] = _mm256_fmadd_ps(_mm256_broadcast_ss(p + (size_t)h * ctok + i), v, acc[h]);
+            acc[h] = _mm256_fmadd_ps(_mm256_broadcast_ss(a->ph[h] + i), v, acc[h]);
     }
 #pragma GCC unroll 6
     for (int h = 0; h < nh; h++)
         _mm256_storeu_ps(part + (size_t)h * d, acc[h]);
 }
 
-/* Every slab of the nh heads from h0: 16 dims while they last, then 8. */
+/* Every slab of the nh heads from h0 (kv head g): 16 dims while they
+ * last, then 8.  d is a constant in PV's D = 128 instance. */
 KERN_AVX2_TARGET A2_INLINE void pv_heads(const chunk_job *j, const uint16_t *const *rows, size_t t0,
                                          size_t nt, size_t g, size_t h0, int nh, a2_pf *pf,
-                                         size_t per)
+                                         size_t per, size_t d)
 {
-    size_t c0 = 0, d = j->cb->d;
+    pv_pass a = {.rows = rows, .pp = j->part + h0 * d, .off = g * d};
+#pragma GCC unroll 6
+    for (int h = 0; h < nh; h++)
+        a.ph[h] = j->scores + (h0 + (size_t)h) * j->ctok + t0;
+    size_t c0 = 0;
     for (; c0 + 16 <= d; c0 += 16) {
         pf_step(pf, per, _MM_HINT_T1);
-        pv_slab(j, rows, t0, nt, g, h0, nh, c0);
+        if (nt == A2_TB) /* a whole block: the token loop without a test a token */
+            pv_slab(&a, A2_TB, nh, d, c0);
+        else
+            pv_slab(&a, nt, nh, d, c0);
     }
     if (c0 < d) {
         pf_step(pf, per, _MM_HINT_T1);
-        pv_tail(j, rows, t0, nt, g, h0, nh, c0);
+        pv_tail(&a, nt, nh, d, c0);
     }
 }
 
-#define A2_PV(n) pv_heads(j, rows, t0, nt, g, h0, (n) < A2_PV_MAXH ? (n) : A2_PV_MAXH, &pf, per)
+#define A2_PV(n) pv_heads(j, rows, t0, nt, g, h0, (n) < A2_PV_MAXH ? (n) : A2_PV_MAXH, &pf, per, d)
 
 /* part's rows from permute16's order back to dims in order, in place. */
 KERN_AVX2_TARGET static void unpermute16(float *part, size_t n, size_t d)
@@ -489,12 +510,9 @@ KERN_AVX2_TARGET static void unpermute16(float *part, size_t n, size_t d)
     }
 }
 
-KERN_AVX2_TARGET bool kern_attn_pv_avx2(const chunk_job *j)
+KERN_AVX2_TARGET A2_INLINE void pv_run(const chunk_job *j, size_t d)
 {
     const chunk_blocks *cb = j->cb;
-    size_t d = cb->d;
-    if (d % 8 != 0)
-        return false;
     /* PV adds into part (zero from the task, but the kernel adds, as the
      * portable loop does): into the loop's order first */
     permute16(j->part, cb->kv_heads * j->group, d);
@@ -521,6 +539,17 @@ KERN_AVX2_TARGET bool kern_attn_pv_avx2(const chunk_job *j)
         }
     }
     unpermute16(j->part, cb->kv_heads * j->group, d);
+}
+
+KERN_AVX2_TARGET bool kern_attn_pv_avx2(const chunk_job *j)
+{
+    size_t d = j->cb->d;
+    if (d % 8 != 0)
+        return false;
+    if (d == 128) /* Qwen3's head size: part's rows at constant offsets */
+        pv_run(j, 128);
+    else
+        pv_run(j, d);
     return true;
 }
 
