@@ -31,7 +31,8 @@
  *       place of vhaddps took QK 1.08x with K in L2 on one thread and 1.12x
  *       from DRAM on two (host Z3, AMD Zen 3, 2026-12-07, both versions in
  *       one process, order swapped every rep); without the fold 1.05x
- *       and 0.99x.
+ *       and 0.99x.  A group of 5 (Qwen3's) takes its one pass per kv head
+ *       without the dispatch on head counts: 5% fewer instructions, 1.02x.
  *   PV: a block of A2_TB tokens at a time: per slab of 16 dims, up to 5
  *       heads accumulate in 10 registers over the block's tokens, in token
  *       order as the portable loop adds.  A row is read 16 bf16 (one 32-byte
@@ -42,7 +43,17 @@
  *       goes back to dims in order at the end.  The token loop is unrolled
  *       over the whole block: 4 times took PV 1.12x with V in cache on host
  *       X (2026-12-03), 16 times 1.07-1.09x over 4 with V in L2 and
- *       1.03-1.09x from DRAM on two threads on host Z3 (2026-12-07).
+ *       1.03-1.09x from DRAM on two threads on host Z3 (2026-12-07).  A
+ *       pass's addresses are set once per block (pv_pass: each head's
+ *       weights, part's rows, V's offset; D = 128 has an instance with
+ *       part's rows at constant offsets), and a whole block's token loop
+ *       has no test a token: a token is 10 FMAs, 5 broadcasts, a row
+ *       pointer, a load, a shift and an and.  With the addresses formed in
+ *       each slab GCC spent a lea a head per token and ~50 instructions a
+ *       slab: PV ran 25% more instructions (callgrind, a 512-token chunk);
+ *       now 1.22x with V in L2, 1.26x from DRAM on one thread and 1.31x on
+ *       two (host Z3, 2026-12-07, both versions in one process, the same
+ *       bits).
  *   QK takes D = 128 (Qwen3's head size) through its own instance, whose
  *       loops' bounds are constants: on host X (2026-12-03) QK with K in L2
  *       went from 0.57-0.61 to 0.60-0.67 of the FMA ceiling on one thread,
