@@ -65,9 +65,9 @@ static inline float kern_exp_clamped(float x)
     return p * pow2.f;
 }
 
-/* x clamped to [-87, 0]'s lower end: below -87, or a NaN, is -87 (e^-87 is
- * still a normal float, and the conversion to int stays in range), as the
- * SIMD paths' max(x, -87) takes it. */
+/* x, or -87 where x is below -87 or a NaN (e^-87 is still a normal float,
+ * and the conversion to int stays in range), as the SIMD paths' max(x, -87)
+ * takes it. */
 static inline float kern_exp_floor(float x)
 {
     return x >= -87.0f ? x : -87.0f;

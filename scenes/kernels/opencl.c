@@ -192,8 +192,8 @@ const char kern_cl_source[] = KERN_CL_HELPERS CL_BLOCK_MACROS
     "KC_QK_F32(5) KC_QK_F32(6) KC_QK_F32(7) KC_QK_F32(8)\n"
     "KC_QK_BF16(1) KC_QK_BF16(2) KC_QK_BF16(3) KC_QK_BF16(4)\n"
     "KC_QK_BF16(5) KC_QK_BF16(6) KC_QK_BF16(7) KC_QK_BF16(8)\n"
-    /* exp_nonpositive and softmax_row as attention.c has them (the same
-     * operations in the same order, so the same bits) */
+    /* kern_exp_nonpositive (kernels.h) and softmax_row (attention.c) as C
+     * has them (the same operations in the same order, so the same bits) */
     "inline float kc_exp_nonpositive(float x) {\n"
     "    x = x >= -87.0f ? x : -87.0f;\n"
     "    int n = (int)(x * 1.44269504f - 0.5f);\n"

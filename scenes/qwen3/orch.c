@@ -308,12 +308,14 @@ static hg_task_arg arg_rows(hg_task_arg a, size_t r, size_t n)
 static int submit_halves(hg_orch *o, const hg_kernel *k, const hg_task_arg *a, uint32_t n,
                          uint32_t mask, size_t rows, const uint64_t *sc, uint32_t nsc)
 {
-    hg_task_arg h[8];
+    hg_task_arg h[5];
+    if (n > sizeof h / sizeof h[0])
+        return hg_orch_fail(o, HG_EINVAL, "qwen3_decode: a row-wise kernel with %u args", n);
     size_t half = (rows + 1) / 2;
     int rc = 0;
     for (size_t r = 0; rc == 0 && r < rows; r += half) {
         size_t m = rows - r < half ? rows - r : half;
-        for (uint32_t i = 0; i < n && i < 8; i++)
+        for (uint32_t i = 0; i < n; i++)
             h[i] = mask >> i & 1u ? arg_rows(a[i], r, m) : a[i];
         rc = submit(o, k, h, n, sc, nsc);
     }
