@@ -51,9 +51,9 @@
  *       pointer, a load, a shift and an and.  With the addresses formed in
  *       each slab GCC spent a lea a head per token and ~50 instructions a
  *       slab: PV ran 25% more instructions (callgrind, a 512-token chunk);
- *       now 1.22x with V in L2, 1.26x from DRAM on one thread and 1.31x on
- *       two (host Z3, 2026-12-07, both versions in one process, the same
- *       bits).
+ *       now 1.22-1.28x with V in L2, 1.26x from DRAM on one thread and
+ *       1.25-1.31x on two (host Z3, 2026-12-07, both versions in one
+ *       process, medians of 40-60 pairs, the same bits).
  *   QK takes D = 128 (Qwen3's head size) through its own instance, whose
  *       loops' bounds are constants: on host X (2026-12-03) QK with K in L2
  *       went from 0.57-0.61 to 0.60-0.67 of the FMA ceiling on one thread,
