@@ -162,6 +162,33 @@ TEST(every_scene_passes_golden_in_every_mode_on_opencl)
     }
 }
 
+/* qwen3_decode with a full row tile of 16 sequences and one of 4: its
+ * row-wise kernels and each phase's last projection tiles go as tasks on
+ * half the rows (orch.c), views that slice rows out of tiled scratch, so
+ * every backend's kernels must read and write at those offsets.  Golden on
+ * every backend, in `off` and in `all` (its floor is not exact: above). */
+TEST(qwen3_half_row_tasks_pass_golden_on_every_backend)
+{
+    static const scene_case_spec cs = {"qwen3_decode", {"layers=2", "batch=20"}, 0, 0};
+    for (size_t b = 0; b < TEST_NBACKENDS; b++) {
+        bool skipped;
+        hg_device *dev = test_backend_open(test_backends[b], NULL, &skipped);
+        if (skipped)
+            continue;
+        ASSERT(dev != NULL);
+        scene_residency modes[2] = {SCENE_RESIDENCY_OFF, SCENE_RESIDENCY_ALL};
+        for (int m = 0; m < 2; m++) {
+            round_log log;
+            int rc = run_case(dev, test_backends[b], &cs, modes[m], false, &log);
+            if (rc != SCENE_EXIT_OK || log.rounds != ROUNDS)
+                TEST_FAIL_("qwen3_decode batch=20 on %s, %s: exit %d after %u rounds",
+                           test_backends[b], scene_residency_name(modes[m]), rc, log.rounds);
+        }
+        printf("     %s: off and all pass golden\n", test_backends[b]);
+        hg_device_close(dev);
+    }
+}
+
 /* A shared kernel's picker gives a record with no OpenCL slot where no
  * OpenCL kernel fits (a dtype it has no entry for, more blocks than a chunk
  * takes), so an OpenCL runner refuses the task at submit, naming the kernel
