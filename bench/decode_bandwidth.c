@@ -21,7 +21,11 @@
  *      reads (weights and the attention's cache rows) per second of it, and
  *      what this run's ceilings allow it: each byte at the lower of its
  *      kernel's ceiling and the 2-thread stream (medians), the execute's
- *      share of that, and the fastest round's against the best reps'.
+ *      share of that, and the fastest round's against the best reps'; then
+ *      paired: the ceiling and stream measured again after every round, and
+ *      each later round against the mean of the measures right before and
+ *      right after it (a co-tenant that comes and goes over seconds moves
+ *      both sides of that ratio, not one).
  *
  * usage: decode_bandwidth [REPS] [LAYERS] [DEVICE]   (defaults 7, 2, sim;
  *        LAYERS 0 skips the scene); decode_bandwidth count (see count_only)
@@ -67,7 +71,9 @@ static double median(double *v, int n)
  * Work is handed over and back by counters each side watches: first
  * spinning for up to HELPER_SPIN pauses (1 ms on host X, where a pause takes
  * 10 ns), as the sim's idle cores watch for work before they sleep, then
- * asleep on a condvar.
+ * asleep on a condvar.  The helper that measures between the scene's rounds
+ * sleeps at once (spin 0): spinning, it would take a core from the round
+ * that follows.
  * A handoff that always slept (a pthread barrier) cost a wakeup each way:
  * on host X (KVM, 2026-12-03) the projection's 5120x5120 shape, ~5 ms a
  * call, measured 0.70-0.72 of the FMA ceiling with it against 0.74-0.76
@@ -88,12 +94,13 @@ typedef struct helper {
     atomic_uint go, done; /* bumped once per job handed over / finished */
     void *(*fn)(void *);  /* NULL: exit */
     void *arg;
+    int spin; /* pauses to spin before sleeping */
 } helper;
 
 /* Returns once *v is no longer `seen`. */
 static void helper_wait(helper *h, atomic_uint *v, unsigned seen)
 {
-    for (int i = 0; i < HELPER_SPIN; i++) {
+    for (int i = 0; i < h->spin; i++) {
         if (atomic_load_explicit(v, memory_order_acquire) != seen)
             return;
         cpu_relax();
@@ -125,9 +132,10 @@ static void *helper_main(void *arg)
     }
 }
 
-static bool helper_start(helper *h)
+static bool helper_start(helper *h, int spin)
 {
     h->fn = NULL;
+    h->spin = spin;
     atomic_init(&h->go, 0);
     atomic_init(&h->done, 0);
     return pthread_mutex_init(&h->lock, NULL) == 0 && pthread_cond_init(&h->wake, NULL) == 0 &&
@@ -376,10 +384,24 @@ static double attn_once(const attn_case *ac, helper *h, attn_job *jobs)
 
 /* ------------------------------------------------------------- the scene */
 
+/* The 2-thread ceiling and stream measured again after each round, before
+ * the next: the host's co-tenants change its speed from one second to the
+ * next (on Z3 the same step took 75 to 91 ms in runs a minute apart), and
+ * the ceilings measure() took seconds before the rounds need not be what the
+ * rounds ran beside.  The stream first, then the ceiling, as measure() does
+ * before its kernels. */
+typedef struct between {
+    helper h;
+    uint64_t *buf;     /* STREAM_BYTES, touched */
+    double ceil[64];   /* G ceiling instructions/s on 2 threads, after round i + 1 */
+    double stream[64]; /* 2-thread GB/s, after round i + 1 */
+} between;
+
 typedef struct scene_log {
     double wall[64], exec[64], staging[64];
     uint64_t h2d, d2h;
     uint32_t rounds;
+    between *b; /* NULL: no measures between rounds */
 } scene_log;
 
 static void note_round(void *user, uint32_t round, const scene_case *c, const hg_run_stats *s)
@@ -393,6 +415,11 @@ static void note_round(void *user, uint32_t round, const scene_case *c, const hg
     log->h2d = s->h2d_bytes;
     log->d2h = s->d2h_bytes;
     log->rounds = round;
+    if (log->b != NULL) {
+        double one;
+        log->b->stream[round - 1] = stream_once(log->b->buf, &log->b->h);
+        peak_once(&log->b->h, &one, &log->b->ceil[round - 1]);
+    }
 }
 
 /* Bytes the execute phase must read: every weight (*weights), and the
@@ -429,6 +456,7 @@ static void exec_read_bytes(const scene_case *c, double *weights, double *cache)
 typedef struct rates {
     double stream_med, weights, kv;
     double stream_best, weights_best, kv_best;
+    double w_per_instr, kv_per_instr; /* bytes one ceiling instruction covers */
 } rates;
 
 /* The rate (GB/s) that bounds a kernel: the lower of its ceiling and the
@@ -436,6 +464,33 @@ typedef struct rates {
 static double bound(double ceiling, double stream)
 {
     return ceiling < stream ? ceiling : stream;
+}
+
+/* Each later round against the ceiling and stream measured right before and
+ * right after it (their means): what that round's bytes were allowed, and
+ * the execute's share of it; the median and the range over the rounds.
+ * exec: every round's execute (ms), in round order. */
+static void print_between(const between *b, const double *exec, int later, double weights,
+                          double cache, const rates *m)
+{
+    double ratio[64] = {0}, allowed[64] = {0};
+    for (int i = 0; i < later; i++) { /* round i + 2: measured after rounds i + 1 and i + 2 */
+        double ceil = (b->ceil[i] + b->ceil[i + 1]) / 2;
+        double stream = (b->stream[i] + b->stream[i + 1]) / 2;
+        allowed[i] = weights / (bound(ceil * m->w_per_instr, stream) * 1e6) +
+                     cache / (bound(ceil * m->kv_per_instr, stream) * 1e6);
+        ratio[i] = allowed[i] / exec[i + 1];
+    }
+    double lo = ratio[0], hi = ratio[0], a_lo = allowed[0], a_hi = allowed[0];
+    for (int i = 1; i < later; i++) {
+        lo = ratio[i] < lo ? ratio[i] : lo;
+        hi = ratio[i] > hi ? ratio[i] : hi;
+        a_lo = allowed[i] < a_lo ? allowed[i] : a_lo;
+        a_hi = allowed[i] > a_hi ? allowed[i] : a_hi;
+    }
+    printf("  paired, each round against the ceiling and stream measured right before and right "
+           "after it: allowed %.1f-%.1f ms; execute %.2f of it at the median (rounds %.2f-%.2f)\n",
+           a_lo, a_hi, median(ratio, later), lo, hi);
 }
 
 static int run_scene(int reps, const char *layers, const char *spec, const rates *m)
@@ -466,7 +521,23 @@ static int run_scene(int reps, const char *layers, const char *spec, const rates
         hg_device_close(dev);
         return 3;
     }
+    between b;
+    b.buf = MAP_FAILED;
+    if (m->weights > 0 && m->kv > 0) {
+        b.buf =
+            mmap(NULL, STREAM_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (b.buf != MAP_FAILED) {
+            (void)madvise(b.buf, STREAM_BYTES, MADV_HUGEPAGE);
+            memset(b.buf, 1, STREAM_BYTES);
+            if (helper_start(&b.h, 0))
+                log.b = &b;
+        }
+    }
     int rc = scene_run_case(&o, dev, c);
+    if (log.b != NULL)
+        helper_stop(&b.h);
+    if (b.buf != MAP_FAILED)
+        munmap(b.buf, STREAM_BYTES);
     double weights, cache;
     exec_read_bytes(c, &weights, &cache);
     scene_case_destroy(c);
@@ -474,7 +545,8 @@ static int run_scene(int reps, const char *layers, const char *spec, const rates
     if (rc != 0 || log.rounds < 2)
         return 3;
     int later = (int)log.rounds - 1; /* round 1 pays first-touch page faults */
-    double first_exec = log.exec[0];
+    double first_exec = log.exec[0], exec_in_order[64];
+    memcpy(exec_in_order, log.exec, sizeof exec_in_order); /* median() sorts */
     double wall = median(log.wall + 1, later), exec = median(log.exec + 1, later);
     double staging = median(log.staging + 1, later);
     printf("\nqwen3_decode preset=real %s on %s, %d later rounds (median):\n", kv, spec, later);
@@ -501,6 +573,8 @@ static int run_scene(int reps, const char *layers, const char *spec, const rates
                allowed, weights / 1e6, w_rate, cache / 1e6, c_rate, allowed / exec,
                best / log.exec[1]);
     }
+    if (log.b != NULL)
+        print_between(log.b, exec_in_order, later, weights, cache, m);
     return 0;
 }
 
@@ -544,7 +618,7 @@ static int measure(int reps, rates *m)
     if (ac == NULL || !attn_case_init(ac))
         return 3;
     helper h;
-    if (!helper_start(&h))
+    if (!helper_start(&h, HELPER_SPIN))
         return 3;
     kern_force_portable(false);
     const char *path = kern_path();
@@ -639,7 +713,9 @@ static int measure(int reps, rates *m)
                  .kv = p2_med * attn_bpi,
                  .stream_best = s2_best,
                  .weights_best = c_best,
-                 .kv_best = a_best};
+                 .kv_best = a_best,
+                 .w_per_instr = bytes_per_peak_instr(isa),
+                 .kv_per_instr = attn_bpi};
     return 0;
 }
 
