@@ -394,6 +394,7 @@ typedef struct between {
     helper h;
     uint64_t *buf;     /* STREAM_BYTES, touched */
     double ceil[64];   /* G ceiling instructions/s on 2 threads, after round i + 1 */
+    double one[64];    /* the same on this thread alone */
     double stream[64]; /* 2-thread GB/s, after round i + 1 */
 } between;
 
@@ -416,9 +417,8 @@ static void note_round(void *user, uint32_t round, const scene_case *c, const hg
     log->d2h = s->d2h_bytes;
     log->rounds = round;
     if (log->b != NULL) {
-        double one;
         log->b->stream[round - 1] = stream_once(log->b->buf, &log->b->h);
-        peak_once(&log->b->h, &one, &log->b->ceil[round - 1]);
+        peak_once(&log->b->h, &log->b->one[round - 1], &log->b->ceil[round - 1]);
     }
 }
 
@@ -468,29 +468,46 @@ static double bound(double ceiling, double stream)
 
 /* Each later round against the ceiling and stream measured right before and
  * right after it (their means): what that round's bytes were allowed, and
- * the execute's share of it; the median and the range over the rounds.
+ * the execute's share of it; the median and the range over the rounds, and
+ * over the rounds whose ceilings on both sides were whole (2 threads at least
+ * PAIR_WHOLE x 1: a co-tenant that took part of a core while the ceiling
+ * was measured makes a round's allowed too long and its ratio too high).
  * exec: every round's execute (ms), in round order. */
+#define PAIR_WHOLE 1.9
+
+static void ratio_range(double *v, int n, double *lo, double *hi)
+{
+    *lo = *hi = n > 0 ? v[0] : 0.0;
+    for (int i = 1; i < n; i++) {
+        *lo = v[i] < *lo ? v[i] : *lo;
+        *hi = v[i] > *hi ? v[i] : *hi;
+    }
+}
+
 static void print_between(const between *b, const double *exec, int later, double weights,
                           double cache, const rates *m)
 {
-    double ratio[64] = {0}, allowed[64] = {0};
+    double ratio[64] = {0}, allowed[64] = {0}, whole[64] = {0};
+    int nwhole = 0;
     for (int i = 0; i < later; i++) { /* round i + 2: measured after rounds i + 1 and i + 2 */
         double ceil = (b->ceil[i] + b->ceil[i + 1]) / 2;
         double stream = (b->stream[i] + b->stream[i + 1]) / 2;
         allowed[i] = weights / (bound(ceil * m->w_per_instr, stream) * 1e6) +
                      cache / (bound(ceil * m->kv_per_instr, stream) * 1e6);
         ratio[i] = allowed[i] / exec[i + 1];
+        if (b->ceil[i] >= PAIR_WHOLE * b->one[i] && b->ceil[i + 1] >= PAIR_WHOLE * b->one[i + 1])
+            whole[nwhole++] = ratio[i];
     }
-    double lo = ratio[0], hi = ratio[0], a_lo = allowed[0], a_hi = allowed[0];
-    for (int i = 1; i < later; i++) {
-        lo = ratio[i] < lo ? ratio[i] : lo;
-        hi = ratio[i] > hi ? ratio[i] : hi;
-        a_lo = allowed[i] < a_lo ? allowed[i] : a_lo;
-        a_hi = allowed[i] > a_hi ? allowed[i] : a_hi;
-    }
+    double lo, hi, a_lo, a_hi, w_lo, w_hi;
+    ratio_range(ratio, later, &lo, &hi);
+    ratio_range(allowed, later, &a_lo, &a_hi);
+    ratio_range(whole, nwhole, &w_lo, &w_hi);
     printf("  paired, each round against the ceiling and stream measured right before and right "
-           "after it: allowed %.1f-%.1f ms; execute %.2f of it at the median (rounds %.2f-%.2f)\n",
-           a_lo, a_hi, median(ratio, later), lo, hi);
+           "after it: allowed %.1f-%.1f ms; execute %.2f of it at the median (rounds %.2f-%.2f); "
+           "the %d of %d rounds whose ceilings were whole (2 threads >= %.1fx 1): %.2f "
+           "(%.2f-%.2f)\n",
+           a_lo, a_hi, median(ratio, later), lo, hi, nwhole, later, PAIR_WHOLE,
+           nwhole > 0 ? median(whole, nwhole) : 0.0, w_lo, w_hi);
 }
 
 static int run_scene(int reps, const char *layers, const char *spec, const rates *m)
