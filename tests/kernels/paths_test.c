@@ -495,6 +495,40 @@ TEST(hg_kernels_forces_a_path_or_is_a_usage_error)
     ASSERT_EQ(kern_env_check(msg, sizeof msg), 0);
 }
 
+/* README: HG_KERNELS unset or empty takes the best path; a name is matched
+ * exactly (lower case, no spaces), anything else is the usage error. */
+TEST(hg_kernels_empty_is_unset_and_names_match_exactly)
+{
+    char msg[256], errbuf[512];
+    const char *old = getenv("HG_KERNELS");
+    char *saved = old != NULL ? strdup(old) : NULL;
+    kern_force_auto();
+    unsetenv("HG_KERNELS");
+    ASSERT_EQ(kern_env_check(msg, sizeof msg), 0);
+    const char *best = kern_path();
+    setenv("HG_KERNELS", "", 1);
+    ASSERT_EQ(kern_env_check(msg, sizeof msg), 0);
+    ASSERT_STR_EQ(kern_path(), best);
+    ASSERT_EQ(run_scene("vector_add", errbuf, sizeof errbuf), HG_SCENE_OK);
+    ASSERT_STR_EQ(kern_path(), best);
+    const char *bad[] = {"AVX2", " avx2", "avx2 ", "Portable", "avx512_bf16"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "HG_KERNELS='%s'", bad[i]);
+        setenv("HG_KERNELS", bad[i], 1);
+        ASSERT_EQ(kern_env_check(msg, sizeof msg), 1);
+        ASSERT_STR_CONTAINS(msg, want);
+        ASSERT_EQ(run_scene("vector_add", errbuf, sizeof errbuf), HG_SCENE_USAGE);
+        ASSERT_STR_CONTAINS(errbuf, want);
+    }
+    if (saved != NULL)
+        setenv("HG_KERNELS", saved, 1);
+    else
+        unsetenv("HG_KERNELS");
+    free(saved);
+    ASSERT_EQ(kern_env_check(msg, sizeof msg), 0);
+}
+
 int main(void)
 {
     return RUN_TESTS();
