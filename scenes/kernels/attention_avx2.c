@@ -33,13 +33,6 @@
  *       one process, order swapped every rep); without the fold 1.05x
  *       and 0.99x.  A group of 5 (Qwen3's) takes its one pass per kv head
  *       without the dispatch on head counts: 5% fewer instructions, 1.02x.
- *       The asm's first step multiplies (no sums to zero first), its loop
- *       takes two steps an iteration, and it prefetches the rows ahead
- *       itself, a line of each row an iteration, in place of a C loop of
- *       prefetches before each pass: 8% fewer instructions (callgrind, a
- *       512-token chunk of 8 kv heads: 978,183 -> 898,121), 1.02-1.04x with
- *       K in L2 on one thread and 1.02-1.03x from DRAM on one and two (host
- *       Z3, 2026-12-07, both versions in one process, the same bits).
  *   PV: a block of A2_TB tokens at a time: per slab of 16 dims, up to 5
  *       heads accumulate in 10 registers over the block's tokens, in token
  *       order as the portable loop adds.  A row is read 16 bf16 (one 32-byte
@@ -68,10 +61,8 @@
  *       bytes, as decode_bandwidth counts them).
  *   Prefetch: QK's rows A2_AHEAD tokens on in each half (into L2: 3-4%
  *       faster than into L1 with the halves; 3 tokens on measured better
- *       than 2 or 4 on host X, 8 slower; on host Z3, 2026-12-07, no software
- *       prefetch at all ran 1.00-1.09x from DRAM, Zen 3's own prefetchers
- *       following the halves, but X chose it), each kv head's piece of both
- *       rows in that kv head's pass, and PV's next A2_TB tokens (into L2,
+ *       than 2 or 4 on host X, 8 slower), each kv head's piece of both rows
+ *       before that kv head's sums, and PV's next A2_TB tokens (into L2,
  *       those in the same cache block as the first: their rows are
  *       contiguous), a few lines between every pass rather than at once: a
  *       burst of 32 prefetches waits on the L1's fill buffers, and with
@@ -80,9 +71,12 @@
  *       prefetches at constant offsets from a pointer in a register; as a
  *       loop that tested the end at each line and kept the pointer in
  *       memory it cost PV 10% more instructions (callgrind, two 512-token
- *       chunks: 1,696,888 against 1,519,290) and ran 0.86-0.91x from DRAM on
+ *       chunks: 1,696,888 against 1,519,290) and ran 0.86-0.93x from DRAM on
  *       one and two threads with the scores in cache, 0.93-0.99x with K and
- *       V in L2 (host Z3, 2026-12-07, both in one process, the same bits).
+ *       V in L2 (host Z3, 2026-12-07, both in one process, the same bits,
+ *       built -O2 and -O3).  In the 1-layer step (trace, sim:cores=2, eight
+ *       alternations) PV's tasks took 9.0 core-ms a round against 9.8, and
+ *       QK's beside them 11.1 against 10.6: the two share the memory.
  *   softmax: the portable arithmetic lane for lane (16 lanes as two
  *       vectors, exp in the same operations), so the same bits.
  *
@@ -237,64 +231,62 @@ KERN_AVX2_TARGET static void permute16(float *x, size_t n, size_t d)
     }
 }
 
-/* One head's q vector at byte `off` of q against both rows (ymm10, ymm11),
- * with `op` (an FMA, or a product for the first step), into sums a and b. */
-#define QK5_HEAD(op, off, a, b)                                                                    \
-    "vmovaps " off "(%[q]), %%ymm12\n\t" op " %%ymm12, %%ymm10, %[" #a "]\n\t" op                  \
-    " %%ymm12, %%ymm11, %[" #b "]\n\t"
-#define QK5_HEADS(op, qo)                                                                          \
-    QK5_HEAD(op, #qo, a0, b0)                                                                      \
-    QK5_HEAD(op, "64+" #qo, a1, b1)                                                                \
-    QK5_HEAD(op, "128+" #qo, a2, b2)                                                               \
-    QK5_HEAD(op, "192+" #qo, a3, b3) QK5_HEAD(op, "256+" #qo, a4, b4)
-#define QK5_HALF(qo) QK5_HEADS("vfmadd231ps", qo)
-#define QK5_MUL(qo)  QK5_HEADS("vmulps", qo)
+/* 5 heads against two rows, n steps of 16 dims, into a[5] and b[5]: one asm
+ * loop, so that the 10 sums, the rows' vectors, q and the mask stay in
+ * registers (GCC, given the same in C, kept a row on the stack).  A row's
+ * 16 dims are one 32-byte load, split without a shuffle: a 32-bit lane holds
+ * two bf16, (lane << 16) the even one as f32, (lane & 0xffff0000) the odd
+ * one, against q's even and odd dims (qk_layout).  The odd halves are loaded
+ * again with the vpand (an L1 hit) rather than kept: two registers fewer. */
+#define QK5_HALF(qo)                                                                               \
+    "vmovaps " #qo "(%[q]), %%ymm12\n\t"                                                           \
+    "vfmadd231ps %%ymm12, %%ymm10, %[a0]\n\t"                                                      \
+    "vfmadd231ps %%ymm12, %%ymm11, %[b0]\n\t"                                                      \
+    "vmovaps 64+" #qo "(%[q]), %%ymm12\n\t"                                                        \
+    "vfmadd231ps %%ymm12, %%ymm10, %[a1]\n\t"                                                      \
+    "vfmadd231ps %%ymm12, %%ymm11, %[b1]\n\t"                                                      \
+    "vmovaps 128+" #qo "(%[q]), %%ymm12\n\t"                                                       \
+    "vfmadd231ps %%ymm12, %%ymm10, %[a2]\n\t"                                                      \
+    "vfmadd231ps %%ymm12, %%ymm11, %[b2]\n\t"                                                      \
+    "vmovaps 192+" #qo "(%[q]), %%ymm12\n\t"                                                       \
+    "vfmadd231ps %%ymm12, %%ymm10, %[a3]\n\t"                                                      \
+    "vfmadd231ps %%ymm12, %%ymm11, %[b3]\n\t"                                                      \
+    "vmovaps 256+" #qo "(%[q]), %%ymm12\n\t"                                                       \
+    "vfmadd231ps %%ymm12, %%ymm10, %[a4]\n\t"                                                      \
+    "vfmadd231ps %%ymm12, %%ymm11, %[b4]\n\t"
 
-/* 16 dims at byte ko of the rows: their even halves (shifted) against q's
- * even dims, their odd halves (masked with ymm13) against q's odd dims. */
-#define QK5_EVEN_AT(ko)                                                                            \
-    "vmovdqu " #ko "(%[k0]), %%ymm10\n\t"                                                          \
-    "vmovdqu " #ko "(%[k1]), %%ymm11\n\t"                                                          \
+/* 16 dims: the rows' even halves (shifted) against q's even dims, their
+ * odd halves (masked with ymm13) against q's odd dims, then the pointers to
+ * the next 16. */
+#define QK5_EVEN                                                                                   \
+    "vmovdqu (%[k0]), %%ymm10\n\t"                                                                 \
+    "vmovdqu (%[k1]), %%ymm11\n\t"                                                                 \
     "vpslld $16, %%ymm10, %%ymm10\n\t"                                                             \
     "vpslld $16, %%ymm11, %%ymm11\n\t"
-#define QK5_ODD_AT(ko)                                                                             \
-    "vpand " #ko "(%[k0]), %%ymm13, %%ymm10\n\t"                                                   \
-    "vpand " #ko "(%[k1]), %%ymm13, %%ymm11\n\t"
-#define QK5_PF          "prefetcht1 (%[k0],%[da])\n\tprefetcht1 (%[k1],%[db])\n\t"
-#define QK5_ADV(kb, qb) "add $" #kb ", %[k0]\n\tadd $" #kb ", %[k1]\n\tadd $" #qb ", %[q]\n\t"
-/* The first step (products: no sums to zero), one more step, and two
- * steps; each of the last two prefetches a line of each row da and db bytes
- * on (the rows A2_AHEAD tokens on, so a pass of 8 steps prefetches the 4
- * lines of their piece that it reads of its own). */
-#define QK5_FIRST QK5_EVEN_AT(0) QK5_MUL(0) QK5_ODD_AT(0) QK5_HALF(32) QK5_ADV(32, 320)
-#define QK5_ONE   QK5_PF QK5_EVEN_AT(0) QK5_HALF(0) QK5_ODD_AT(0) QK5_HALF(32) QK5_ADV(32, 320)
-#define QK5_TWO                                                                                    \
-    QK5_PF QK5_EVEN_AT(0) QK5_HALF(0) QK5_ODD_AT(0) QK5_HALF(32) QK5_EVEN_AT(32) QK5_HALF(320)     \
-        QK5_ODD_AT(32) QK5_HALF(352) QK5_ADV(64, 640)
+#define QK5_ODD                                                                                    \
+    "vpand (%[k0]), %%ymm13, %%ymm10\n\t"                                                          \
+    "vpand (%[k1]), %%ymm13, %%ymm11\n\t"
+#define QK5_NEXT                                                                                   \
+    "add $32, %[k0]\n\t"                                                                           \
+    "add $32, %[k1]\n\t"                                                                           \
+    "add $320, %[q]\n\t"
+#define QK5_STEP "" QK5_EVEN QK5_HALF(0) QK5_ODD QK5_HALF(32) QK5_NEXT
 
-/* 5 heads against two rows, n > 0 steps of 16 dims (A2_QK_ASM), into a[5]
- * and b[5]: one asm loop, so that the 10 sums, the rows' vectors, q and the
- * mask stay in registers (GCC, given the same in C, kept a row on the
- * stack).  A row's 16 dims are one 32-byte load, split without a shuffle: a
- * 32-bit lane holds two bf16, (lane << 16) the even one as f32, (lane &
- * 0xffff0000) the odd one, against q's even and odd dims (qk_layout).  The
- * odd halves are loaded again with the vpand (an L1 hit) rather than kept:
- * two registers fewer.  The rows A2_AHEAD tokens on, da and db bytes from
- * these, are prefetched inside the loop (QK5_ONE, QK5_TWO). */
+/* n > 0 steps (A2_QK_ASM). */
 KERN_AVX2_TARGET A2_INLINE void qk5(const float *q, const uint16_t *k0, const uint16_t *k1,
-                                    size_t n, __m256 *a, __m256 *b, ptrdiff_t da, ptrdiff_t db)
+                                    size_t n, __m256 *a, __m256 *b)
 {
     static const uint32_t top[8]
         __attribute__((aligned(32))) = {0xffff0000u, 0xffff0000u, 0xffff0000u, 0xffff0000u,
                                         0xffff0000u, 0xffff0000u, 0xffff0000u, 0xffff0000u};
-    __m256 a0, a1, a2, a3, a4, b0, b1, b2, b3, b4;
-    size_t n1 = n - 1;
-    __asm__("vmovdqa %[top], %%ymm13\n\t" QK5_FIRST "test $1, %[n]\n\tjz 2f\n\t" QK5_ONE
-            "2:\n\tshr $1, %[n]\n\tjz 3f\n\t1:\n\t" QK5_TWO "dec %[n]\n\tjnz 1b\n\t3:\n\t"
-            : [a0] "=&x"(a0), [a1] "=&x"(a1), [a2] "=&x"(a2), [a3] "=&x"(a3), [a4] "=&x"(a4),
-              [b0] "=&x"(b0), [b1] "=&x"(b1), [b2] "=&x"(b2), [b3] "=&x"(b3), [b4] "=&x"(b4),
-              [q] "+r"(q), [k0] "+r"(k0), [k1] "+r"(k1), [n] "+r"(n1)
-            : [top] "m"(top), [da] "r"(da), [db] "r"(db)
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0;
+    __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0;
+    __asm__("vmovdqa %[top], %%ymm13\n\t"
+            "1:\n\t" QK5_STEP "dec %[n]\n\tjnz 1b\n\t"
+            : [a0] "+x"(a0), [a1] "+x"(a1), [a2] "+x"(a2), [a3] "+x"(a3), [a4] "+x"(a4),
+              [b0] "+x"(b0), [b1] "+x"(b1), [b2] "+x"(b2), [b3] "+x"(b3), [b4] "+x"(b4),
+              [q] "+r"(q), [k0] "+r"(k0), [k1] "+r"(k1), [n] "+r"(n)
+            : [top] "m"(top)
             : "xmm10", "xmm11", "xmm12", "xmm13", "cc", "memory");
     a[0] = a0, a[1] = a1, a[2] = a2, a[3] = a3, a[4] = a4;
     b[0] = b0, b[1] = b1, b[2] = b2, b[3] = b3, b[4] = b4;
@@ -326,11 +318,11 @@ KERN_AVX2_TARGET A2_INLINE void qk_heads(const float *q, const uint16_t *k0, con
  * add ([a0+a2, b0+b2, a1+a3, b1+b3 | a4+a6, ...]): half the stores of
  * keeping both (a 256-bit store costs Zen 3 two FMA slots; bench/fma_mix). */
 KERN_AVX2_TARGET A2_INLINE void qk_pass(const float *q, const uint16_t *k0, const uint16_t *k1,
-                                        size_t d, int nh, float *ps, ptrdiff_t da, ptrdiff_t db)
+                                        size_t d, int nh, float *ps)
 {
     __m256 a[A2_QK_MAXH], b[A2_QK_MAXH];
     if (A2_QK_ASM(nh, d))
-        qk5(q, k0, k1, d / 16, a, b, da, db);
+        qk5(q, k0, k1, d / 16, a, b);
     else
         qk_heads(q, k0, k1, d, nh, a, b);
 #pragma GCC unroll 5
@@ -342,7 +334,7 @@ KERN_AVX2_TARGET A2_INLINE void qk_pass(const float *q, const uint16_t *k0, cons
 
 #define A2_QK(n)                                                                                   \
     qk_pass(qp + h0 * d, k, k1, d, (n) < A2_QK_MAXH ? (n) : A2_QK_MAXH,                            \
-            ps + (h0 * (A2_QK_TB / 2) + i) * 8, 0, 0)
+            ps + (h0 * (A2_QK_TB / 2) + i) * 8)
 
 /* 8 token pairs' folded sums (qk_pass) of one head, ps[8][8], to the 8
  * scores of each half: unpacks and adds to [A0, B0, A1, B1 | A2, B2, A3,
@@ -414,17 +406,15 @@ KERN_AVX2_TARGET A2_INLINE bool qk_run(const chunk_job *j, size_t d)
              * the end): each kv head's piece before that kv head's sums */
             const char *pa = (const char *)(i + A2_AHEAD < ma ? ra[i + A2_AHEAD] : row);
             const char *pa1 = i + A2_AHEAD < mb ? (const char *)rb[i + A2_AHEAD] : pa;
-            ptrdiff_t da = pa - (const char *)row, db = pa1 - (const char *)row1;
             for (size_t g = 0; g < cb->kv_heads; g++) {
-                for (size_t off = 0; !five && off < d * 2; off += 64) {
+                for (size_t off = 0; off < d * 2; off += 64) {
                     _mm_prefetch(pa + g * d * 2 + off, _MM_HINT_T1);
                     _mm_prefetch(pa1 + g * d * 2 + off, _MM_HINT_T1);
                 }
                 const uint16_t *k = row + g * d, *k1 = row1 + g * d;
                 if (five) { /* Qwen3's group: one pass, no dispatch on its heads */
                     size_t h0 = g * A2_QK_MAXH;
-                    qk_pass(qp + h0 * d, k, k1, d, A2_QK_MAXH, ps + (h0 * (A2_QK_TB / 2) + i) * 8,
-                            da, db);
+                    qk_pass(qp + h0 * d, k, k1, d, A2_QK_MAXH, ps + (h0 * (A2_QK_TB / 2) + i) * 8);
                     continue;
                 }
                 for (size_t h0 = g * j->group; h0 < (g + 1) * j->group; h0 += A2_QK_MAXH) {

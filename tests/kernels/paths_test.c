@@ -227,8 +227,8 @@ TEST(attention_paths_agree_with_a_double_reference)
      * of 8); 80 heads of D 128, more q than AVX2's QK lays out on its stack
      * (it leaves them to the portable loop); 5 heads of D 40 (AVX2's QK: a
      * 5-head pass whose D is not a multiple of 16 takes the 8-dim C loop,
-     * not the asm one); 5 heads of D 16 and of D 32 (AVX2's QK asm: its
-     * first 16-dim step alone, and that step and one more) */
+     * not the asm one); 5 heads of D 16 and of D 32 (AVX2's QK asm loop
+     * of one 16-dim step, and of two) */
     static const attn_shape shapes[] = {
         {8, 5, 128, 128, 437, 512}, {1, 9, 48, 8, 37, 40},     {3, 1, 16, 16, 16, 16},
         {2, 2, 20, 4, 7, 8},        {2, 3, 24, 8, 13, 16},     {16, 5, 128, 16, 21, 32},
