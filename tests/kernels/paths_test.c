@@ -453,14 +453,29 @@ TEST(every_scene_passes_golden_on_every_path)
     }
 }
 
+/* HG_KERNELS as the test found it (NULL: unset), and back to that. */
+static char *env_save(void)
+{
+    const char *old = getenv("HG_KERNELS");
+    return old != NULL ? strdup(old) : NULL;
+}
+
+static void env_restore(char *saved)
+{
+    if (saved != NULL)
+        setenv("HG_KERNELS", saved, 1);
+    else
+        unsetenv("HG_KERNELS");
+    free(saved);
+}
+
 /* What a user sees: HG_KERNELS picks the path the run takes and reports, or
  * the run is a usage error naming the value and the missing feature, before
  * any case is made (the case-opening call refuses it too). */
 TEST(hg_kernels_forces_a_path_or_is_a_usage_error)
 {
     char msg[256], errbuf[512];
-    const char *old = getenv("HG_KERNELS");
-    char *saved = old != NULL ? strdup(old) : NULL;
+    char *saved = env_save();
     kern_force_auto();
     setenv("HG_KERNELS", "avx9000", 1);
     ASSERT_EQ(kern_env_check(msg, sizeof msg), 1);
@@ -489,11 +504,7 @@ TEST(hg_kernels_forces_a_path_or_is_a_usage_error)
         ASSERT_EQ(run_scene("vector_add", errbuf, sizeof errbuf), HG_SCENE_OK);
         ASSERT_STR_EQ(kern_path(), name);
     }
-    if (saved != NULL)
-        setenv("HG_KERNELS", saved, 1);
-    else
-        unsetenv("HG_KERNELS");
-    free(saved);
+    env_restore(saved);
     ASSERT_EQ(kern_env_check(msg, sizeof msg), 0);
 }
 
@@ -502,8 +513,7 @@ TEST(hg_kernels_forces_a_path_or_is_a_usage_error)
 TEST(hg_kernels_empty_is_unset_and_names_match_exactly)
 {
     char msg[256], errbuf[512];
-    const char *old = getenv("HG_KERNELS");
-    char *saved = old != NULL ? strdup(old) : NULL;
+    char *saved = env_save();
     kern_force_auto();
     unsetenv("HG_KERNELS");
     ASSERT_EQ(kern_env_check(msg, sizeof msg), 0);
@@ -523,11 +533,7 @@ TEST(hg_kernels_empty_is_unset_and_names_match_exactly)
         ASSERT_EQ(run_scene("vector_add", errbuf, sizeof errbuf), HG_SCENE_USAGE);
         ASSERT_STR_CONTAINS(errbuf, want);
     }
-    if (saved != NULL)
-        setenv("HG_KERNELS", saved, 1);
-    else
-        unsetenv("HG_KERNELS");
-    free(saved);
+    env_restore(saved);
     ASSERT_EQ(kern_env_check(msg, sizeof msg), 0);
 }
 
