@@ -475,7 +475,7 @@ static double bound(double ceiling, double stream)
  * exec: every round's execute (ms), in round order. */
 #define PAIR_WHOLE 1.9
 
-static void ratio_range(double *v, int n, double *lo, double *hi)
+static void ratio_range(const double *v, int n, double *lo, double *hi)
 {
     *lo = *hi = n > 0 ? v[0] : 0.0;
     for (int i = 1; i < n; i++) {

@@ -60,13 +60,15 @@ def main():
                 for k, v in one_run(b, args, trace).items():
                     figs[b][k].append(v)
     first = figs[binaries[0]]
-    names = sorted(first, key=lambda k: -st.median(first[k]))
+    # every kernel any binary ran (one that a binary did not run counts 0 there)
+    names = sorted({k for b in binaries for k in figs[b]},
+                   key=lambda k: (-st.median(first.get(k, [0.0])), k != "(all tasks)", k))
     print(f"core-ms a later round, median over {runs} runs [range]; ratio to the first binary")
     for b in binaries:
         print(b)
         for k in names:
-            v = figs[b].get(k, [0.0])
-            ratio = st.median(v) / st.median(first[k]) if st.median(first[k]) > 0 else float("nan")
+            v, v0 = figs[b].get(k, [0.0]), first.get(k, [0.0])
+            ratio = st.median(v) / st.median(v0) if st.median(v0) > 0 else float("nan")
             print(f"  {k:20s} {st.median(v):9.3f} [{min(v):.3f} - {max(v):.3f}]  {ratio:.3f}")
 
 
