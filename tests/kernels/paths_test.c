@@ -228,12 +228,17 @@ TEST(attention_paths_agree_with_a_double_reference)
      * (it leaves them to the portable loop); 5 heads of D 40 (AVX2's QK: a
      * 5-head pass whose D is not a multiple of 16 takes the 8-dim C loop,
      * not the asm one); 5 heads of D 16 and of D 32 (AVX2's QK asm loop
-     * of one 16-dim step, and of two) */
+     * of one 16-dim step, and of two); paged_attention preset=real's group
+     * of 8 (AVX2: a 5-head pass in the asm loop, then 3 in the 8-dim one),
+     * and groups of 7, 6, 4 and 3 (5 + 2, 5 + 1, then one pass of 4 and of
+     * 3, with D 16 to 48) */
     static const attn_shape shapes[] = {
         {8, 5, 128, 128, 437, 512}, {1, 9, 48, 8, 37, 40},     {3, 1, 16, 16, 16, 16},
         {2, 2, 20, 4, 7, 8},        {2, 3, 24, 8, 13, 16},     {16, 5, 128, 16, 21, 32},
         {2, 5, 128, 16, 1, 16},     {8, 5, 128, 128, 24, 128}, {2, 5, 40, 8, 19, 24},
-        {2, 5, 16, 8, 19, 24},      {1, 5, 32, 8, 11, 16}};
+        {2, 5, 16, 8, 19, 24},      {1, 5, 32, 8, 11, 16},     {2, 8, 128, 128, 300, 512},
+        {1, 7, 32, 8, 21, 24},      {1, 6, 48, 8, 13, 16},     {2, 4, 16, 8, 9, 16},
+        {2, 3, 32, 8, 17, 24}};
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const attn_shape *sh = &shapes[si];
         size_t hc = sh->kv_heads * sh->group, nb = (sh->tokens + sh->block - 1) / sh->block;
