@@ -78,7 +78,10 @@
  *       alternations) PV's tasks took 9.0 core-ms a round against 9.8, and
  *       QK's beside them 11.1 against 10.6: the two share the memory.
  *   softmax: the portable arithmetic lane for lane (16 lanes as two
- *       vectors, exp in the same operations), so the same bits.
+ *       vectors, exp in the same operations), so the same bits; the exps
+ *       go two groups of 16 (four vectors) at a time, step by step across
+ *       the four, so that their long dependent chains overlap
+ *       (exp8_nonpositive).
  *
  * QK and PV sum in another order (and with fused multiply-adds) than the
  * portable loops: tests hold both to the same stated bound.
