@@ -600,8 +600,10 @@ KERN_AVX2_TARGET bool kern_attn_pv_avx2(const chunk_job *j)
  * vector's chain of 20 dependent operations (a division, then a Horner
  * polynomial) takes ~70 cycles, and with the vectors one after another the
  * core's window held too few of them at once to fill its pipes (four at a
- * time took softmax from 0.85-1.02 to 0.70-0.82 ns a score with the row in
- * L1: host Z3, 2026-12-07, both in one process, the same bits). */
+ * time took softmax from 0.84-1.02 to 0.69-0.76 ns a score with the row in
+ * L1 built -O3, 0.81-0.85 to 0.70-0.73 built -O2: host Z3, 2026-12-07, both
+ * in one process, the same bits).  A2_EXP_EACH runs stmt for v below the nv
+ * in scope. */
 #define A2_EXP_EACH(stmt)                                                                          \
     _Pragma("GCC unroll 4") for (int v = 0; v < nv; v++)                                           \
     {                                                                                              \
