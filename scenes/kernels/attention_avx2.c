@@ -627,8 +627,9 @@ KERN_AVX2_TARGET A2_INLINE void exp8_nonpositive(__m256 *x, int nv)
     A2_EXP_EACH(p[v] = _mm256_add_ps(_mm256_set1_ps(0.5f), _mm256_mul_ps(r[v], p[v])))
     A2_EXP_EACH(p[v] = _mm256_add_ps(_mm256_set1_ps(1.0f), _mm256_mul_ps(r[v], p[v])))
     A2_EXP_EACH(p[v] = _mm256_add_ps(_mm256_set1_ps(1.0f), _mm256_mul_ps(r[v], p[v])))
-    A2_EXP_EACH(x[v] = _mm256_mul_ps(p[v], _mm256_castsi256_ps(_mm256_slli_epi32(
-                                               _mm256_add_epi32(n[v], _mm256_set1_epi32(127)), 23))))
+    A2_EXP_EACH(x[v] =
+                    _mm256_mul_ps(p[v], _mm256_castsi256_ps(_mm256_slli_epi32(
+                                            _mm256_add_epi32(n[v], _mm256_set1_epi32(127)), 23))))
 }
 
 /* The nv / 2 groups of 16 at x, minus the max, to their exps in place,
