@@ -7,10 +7,11 @@
  *       of its group: one q vector loaded serves both tokens' FMAs, 10
  *       accumulators (on host X, Intel, 2026-12-03, 0.52 of the FMA ceiling
  *       with K in cache against 0.48 for one token at a time).  With 5
- *       heads and D a multiple of 16 (Qwen3's pass) the loop is one asm
- *       statement (qk5) that reads 16 dims of a row in one 32-byte load and
- *       splits them without a shuffle, as PV does (below), against q laid
- *       out per 16 dims as the 8 even then the 8 odd; other passes take 8
+ *       heads (Qwen3's pass) or 3 (the rest of a group of 8) and D a
+ *       multiple of 16 the loop is one asm statement (qk_asm) that reads 16
+ *       dims of a row in one 32-byte load and splits them without a
+ *       shuffle, as PV does (below), against q laid out per 16 dims as the
+ *       8 even then the 8 odd; other passes take 8
  *       dims at a time in order (vpmovzxwd + shift, which costs Zen 3 1.3
  *       FMA slots: bench/fma_mix).  q is laid out per pass and read through
  *       one pointer with constant offsets.  The two tokens come one from
@@ -191,13 +192,13 @@ A2_INLINE void even_odd16(const float *src, float *dst)
     }
 }
 
-/* Whether a pass of nh heads takes qk5's asm loop (else qk_heads' 8-dim
+/* Whether a pass of nh heads takes qk_asm's loop (else qk_heads' 8-dim
  * steps). */
-#define A2_QK_ASM(nh, d) ((nh) == A2_QK_MAXH && (d) >= 16 && (d) % 16 == 0)
-_Static_assert(A2_QK_MAXH == 5, "qk5's asm takes 5 heads (QK5_HALF) and 320-byte q steps");
+#define A2_QK_ASM(nh, d) (((nh) == A2_QK_MAXH || (nh) == 3) && (d) >= 16 && (d) % 16 == 0)
+_Static_assert(A2_QK_MAXH == 5, "qk_asm's loops take 5 heads (QK5_HALF) or 3");
 
 /* QK's q, laid out per pass (the nh heads from h0 of one kv head), so that
- * the loop reads q through one pointer and constant offsets: for qk5, per
+ * the loop reads q through one pointer and constant offsets: for qk_asm, per
  * 16 dims each head's 8 even then 8 odd dims, the heads side by side
  * ([c / 16][nh][16]); for qk_heads, the heads' 8 dims from c side by side
  * ([c / 8][nh][8]). */
@@ -234,63 +235,68 @@ KERN_AVX2_TARGET static void permute16(float *x, size_t n, size_t d)
     }
 }
 
-/* 5 heads against two rows, n steps of 16 dims, into a[5] and b[5]: one asm
- * loop, so that the 10 sums, the rows' vectors, q and the mask stay in
- * registers (GCC, given the same in C, kept a row on the stack).  A row's
- * 16 dims are one 32-byte load, split without a shuffle: a 32-bit lane holds
- * two bf16, (lane << 16) the even one as f32, (lane & 0xffff0000) the odd
- * one, against q's even and odd dims (qk_layout).  The odd halves are loaded
- * again with the vpand (an L1 hit) rather than kept: two registers fewer. */
-#define QK5_HALF(qo)                                                                               \
-    "vmovaps " #qo "(%[q]), %%ymm12\n\t"                                                           \
-    "vfmadd231ps %%ymm12, %%ymm10, %[a0]\n\t"                                                      \
-    "vfmadd231ps %%ymm12, %%ymm11, %[b0]\n\t"                                                      \
-    "vmovaps 64+" #qo "(%[q]), %%ymm12\n\t"                                                        \
-    "vfmadd231ps %%ymm12, %%ymm10, %[a1]\n\t"                                                      \
-    "vfmadd231ps %%ymm12, %%ymm11, %[b1]\n\t"                                                      \
-    "vmovaps 128+" #qo "(%[q]), %%ymm12\n\t"                                                       \
-    "vfmadd231ps %%ymm12, %%ymm10, %[a2]\n\t"                                                      \
-    "vfmadd231ps %%ymm12, %%ymm11, %[b2]\n\t"                                                      \
-    "vmovaps 192+" #qo "(%[q]), %%ymm12\n\t"                                                       \
-    "vfmadd231ps %%ymm12, %%ymm10, %[a3]\n\t"                                                      \
-    "vfmadd231ps %%ymm12, %%ymm11, %[b3]\n\t"                                                      \
-    "vmovaps 256+" #qo "(%[q]), %%ymm12\n\t"                                                       \
-    "vfmadd231ps %%ymm12, %%ymm10, %[a4]\n\t"                                                      \
-    "vfmadd231ps %%ymm12, %%ymm11, %[b4]\n\t"
+/* nh (5 or 3) heads against two rows, n steps of 16 dims, into a[nh] and
+ * b[nh]: one asm loop, so that the sums, the rows' vectors, q and the mask
+ * stay in registers (GCC, given the same in C, kept a row on the stack).  A
+ * row's 16 dims are one 32-byte load, split without a shuffle: a 32-bit
+ * lane holds two bf16, (lane << 16) the even one as f32, (lane & 0xffff0000)
+ * the odd one, against q's even and odd dims (qk_layout: head h's at 64 h
+ * and 64 h + 32 bytes of a step).  The odd halves are loaded again with the
+ * vpand (an L1 hit) rather than kept: two registers fewer.  A group of 8
+ * takes a pass of 5 and one of 3: the 3 in this loop ran 0.77 of the FMA
+ * rate (pass and fold, in L1) against 0.68-0.69 in the 8-dim C loop, and QK
+ * at a group of 8 1.04-1.05x with K in L2 on one thread and 1.03-1.04x from
+ * DRAM on two (host Z3, 2026-12-07, both in one process;
+ * docs/PERFORMANCE.md, "Then, near midnight"). */
+#define QK_HEAD(qo, h)                                                                             \
+    "vmovaps " #h "*64+" #qo "(%[q]), %%ymm12\n\t"                                                 \
+    "vfmadd231ps %%ymm12, %%ymm10, %[a" #h "]\n\t"                                                 \
+    "vfmadd231ps %%ymm12, %%ymm11, %[b" #h "]\n\t"
+#define QK5_HALF(qo) QK_HEAD(qo, 0) QK_HEAD(qo, 1) QK_HEAD(qo, 2) QK_HEAD(qo, 3) QK_HEAD(qo, 4)
+#define QK3_HALF(qo) QK_HEAD(qo, 0) QK_HEAD(qo, 1) QK_HEAD(qo, 2)
 
 /* 16 dims: the rows' even halves (shifted) against q's even dims, their
  * odd halves (masked with ymm13) against q's odd dims, then the pointers to
- * the next 16. */
-#define QK5_EVEN                                                                                   \
+ * the next 16 (q: `qstep` bytes, 64 a head). */
+#define QK_EVEN                                                                                    \
     "vmovdqu (%[k0]), %%ymm10\n\t"                                                                 \
     "vmovdqu (%[k1]), %%ymm11\n\t"                                                                 \
     "vpslld $16, %%ymm10, %%ymm10\n\t"                                                             \
     "vpslld $16, %%ymm11, %%ymm11\n\t"
-#define QK5_ODD                                                                                    \
+#define QK_ODD                                                                                     \
     "vpand (%[k0]), %%ymm13, %%ymm10\n\t"                                                          \
     "vpand (%[k1]), %%ymm13, %%ymm11\n\t"
-#define QK5_NEXT                                                                                   \
+#define QK_NEXT(qstep)                                                                             \
     "add $32, %[k0]\n\t"                                                                           \
     "add $32, %[k1]\n\t"                                                                           \
-    "add $320, %[q]\n\t"
-#define QK5_STEP "" QK5_EVEN QK5_HALF(0) QK5_ODD QK5_HALF(32) QK5_NEXT
+    "add $" #qstep ", %[q]\n\t"
+/* The loop starts a 64-byte line: where the code around it left it
+ * unaligned, QK at Qwen3's group ran 0.93-0.95x from DRAM on two threads
+ * (host Z3, 2026-12-07, side by side). */
+#define QK_LOOP(half, qstep)                                                                       \
+    "vmovdqa %[top], %%ymm13\n\t"                                                                  \
+    ".p2align 6\n\t1:\n\t" QK_EVEN half(0) QK_ODD half(32) QK_NEXT(qstep) "dec %[n]\n\tjnz 1b\n\t"
+/* Both loops' operands: a 3-head pass leaves a3, a4, b3 and b4 alone. */
+#define QK_OPERANDS                                                                                \
+    : [a0] "+x"(a0), [a1] "+x"(a1), [a2] "+x"(a2), [a3] "+x"(a3), [a4] "+x"(a4), [b0] "+x"(b0),   \
+      [b1] "+x"(b1), [b2] "+x"(b2), [b3] "+x"(b3), [b4] "+x"(b4), [q] "+r"(q), [k0] "+r"(k0),     \
+      [k1] "+r"(k1), [n] "+r"(n)                                                                   \
+    : [top] "m"(top)                                                                               \
+    : "xmm10", "xmm11", "xmm12", "xmm13", "cc", "memory"
 
 /* n > 0 steps (A2_QK_ASM). */
-KERN_AVX2_TARGET A2_INLINE void qk5(const float *q, const uint16_t *k0, const uint16_t *k1,
-                                    size_t n, __m256 *a, __m256 *b)
+KERN_AVX2_TARGET A2_INLINE void qk_asm(const float *q, const uint16_t *k0, const uint16_t *k1,
+                                       size_t n, int nh, __m256 *a, __m256 *b)
 {
     static const uint32_t top[8]
         __attribute__((aligned(32))) = {0xffff0000u, 0xffff0000u, 0xffff0000u, 0xffff0000u,
                                         0xffff0000u, 0xffff0000u, 0xffff0000u, 0xffff0000u};
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0;
     __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0;
-    __asm__("vmovdqa %[top], %%ymm13\n\t"
-            "1:\n\t" QK5_STEP "dec %[n]\n\tjnz 1b\n\t"
-            : [a0] "+x"(a0), [a1] "+x"(a1), [a2] "+x"(a2), [a3] "+x"(a3), [a4] "+x"(a4),
-              [b0] "+x"(b0), [b1] "+x"(b1), [b2] "+x"(b2), [b3] "+x"(b3), [b4] "+x"(b4),
-              [q] "+r"(q), [k0] "+r"(k0), [k1] "+r"(k1), [n] "+r"(n)
-            : [top] "m"(top)
-            : "xmm10", "xmm11", "xmm12", "xmm13", "cc", "memory");
+    if (nh == 5)
+        __asm__(QK_LOOP(QK5_HALF, 320) QK_OPERANDS);
+    else
+        __asm__(QK_LOOP(QK3_HALF, 192) QK_OPERANDS);
     a[0] = a0, a[1] = a1, a[2] = a2, a[3] = a3, a[4] = a4;
     b[0] = b0, b[1] = b1, b[2] = b2, b[3] = b3, b[4] = b4;
 }
@@ -325,7 +331,7 @@ KERN_AVX2_TARGET A2_INLINE void qk_pass(const float *q, const uint16_t *k0, cons
 {
     __m256 a[A2_QK_MAXH], b[A2_QK_MAXH];
     if (A2_QK_ASM(nh, d))
-        qk5(q, k0, k1, d / 16, a, b);
+        qk_asm(q, k0, k1, d / 16, nh, a, b);
     else
         qk_heads(q, k0, k1, d, nh, a, b);
 #pragma GCC unroll 5
@@ -376,7 +382,9 @@ KERN_AVX2_TARGET A2_INLINE void qk_put(float *dst, __m256 s, size_t n)
         dst[i] = tmp[i];
 }
 
-KERN_AVX2_TARGET A2_INLINE bool qk_run(const chunk_job *j, size_t d)
+/* five: a group of 5 (Qwen3's), one asm pass a kv head without the
+ * dispatch on head counts; a constant in each instance. */
+KERN_AVX2_TARGET A2_INLINE bool qk_run(const chunk_job *j, size_t d, bool five)
 {
     const chunk_blocks *cb = j->cb;
     size_t heads = cb->kv_heads * j->group;
@@ -389,7 +397,6 @@ KERN_AVX2_TARGET A2_INLINE bool qk_run(const chunk_job *j, size_t d)
      * zeroed, they are never uninitialized stack (or a slow denormal) */
     memset(ps, 0, heads * (A2_QK_TB / 2) * 8 * sizeof(float));
     __m256 scale = _mm256_set1_ps(j->scale);
-    bool five = j->group == A2_QK_MAXH && A2_QK_ASM(A2_QK_MAXH, d);
     /* two tokens at a time, one from each half of the chunk: each half's
      * rows are read in order, a stream the hardware prefetchers follow */
     size_t half = (j->tokens + 15) / 16 * 8;
@@ -440,8 +447,12 @@ KERN_AVX2_TARGET A2_INLINE bool qk_run(const chunk_job *j, size_t d)
 
 KERN_AVX2_TARGET bool kern_attn_qk_avx2(const chunk_job *j)
 {
-    /* Qwen3's head size, with its loops' bounds known */
-    return j->cb->d == 128 ? qk_run(j, 128) : qk_run(j, j->cb->d);
+    /* Qwen3's head size, with its loops' bounds known, and its group in an
+     * instance of its own */
+    size_t d = j->cb->d;
+    if (d == 128)
+        return j->group == A2_QK_MAXH ? qk_run(j, 128, true) : qk_run(j, 128, false);
+    return qk_run(j, d, j->group == A2_QK_MAXH && A2_QK_ASM(A2_QK_MAXH, d));
 }
 
 /* ------------------------------------------------------------------- PV */
