@@ -271,7 +271,7 @@ KERN_AVX2_TARGET static void permute16(float *x, size_t n, size_t d)
     "add $32, %[k1]\n\t"                                                                           \
     "add $" #qstep ", %[q]\n\t"
 /* The loop starts a 64-byte line: where the code around it left it
- * unaligned, QK at Qwen3's group ran 0.93-0.95x from DRAM on two threads
+ * unaligned, QK at Qwen3's group ran 0.93-0.94x from DRAM on two threads
  * (host Z3, 2026-12-07, side by side). */
 #define QK_LOOP(half, qstep)                                                                       \
     "vmovdqa %[top], %%ymm13\n\t"                                                                  \

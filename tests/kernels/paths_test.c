@@ -229,9 +229,10 @@ TEST(attention_paths_agree_with_a_double_reference)
      * 5-head pass whose D is not a multiple of 16 takes the 8-dim C loop,
      * not the asm one); 5 heads of D 16 and of D 32 (AVX2's QK asm loop
      * of one 16-dim step, and of two); paged_attention preset=real's group
-     * of 8 (AVX2: a 5-head pass in the asm loop, then 3 in the 8-dim one),
-     * and groups of 7, 6, 4 and 3 (5 + 2, 5 + 1, then one pass of 4 and of
-     * 3, with D 16 to 48) */
+     * of 8 (AVX2: a 5-head pass in the asm loop, then 3 in it too), and
+     * groups of 7, 6, 4 and 3 (5 + 2, 5 + 1, then one pass of 4 and of 3,
+     * with D 16 to 48: a group of 3 in the asm loop at D 32, in the 8-dim
+     * one at D 24) */
     static const attn_shape shapes[] = {
         {8, 5, 128, 128, 437, 512}, {1, 9, 48, 8, 37, 40},     {3, 1, 16, 16, 16, 16},
         {2, 2, 20, 4, 7, 8},        {2, 3, 24, 8, 13, 16},     {16, 5, 128, 16, 21, 32},
