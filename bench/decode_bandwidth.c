@@ -17,7 +17,7 @@
  *      cache, the sequences split over two threads: K and V bytes per second,
  *      at qwen3_decode's group of 5 heads a kv head (memory bounds it on an
  *      AVX2 host) and at paged_attention preset=real's group of 8 (which
- *      does twice the FMAs a byte: compute bounds it there);
+ *      does 1.6x the FMAs a byte: compute bounds it there);
  *   4. qwen3_decode preset=real itself for a few rounds (`--residency all`:
  *      the step's goal is for later rounds that move only what changed): per round wall,
  *      execute, staging (bind + copy back) and the bytes the execute phase
